@@ -1,0 +1,29 @@
+"""Typed errors of the library. Only the CLI turns them into messages and exit codes."""
+
+from __future__ import annotations
+
+
+class EtaiError(Exception):
+    """Base class: every error the library raises on purpose."""
+
+    exit_code = 1
+
+
+class InputError(EtaiError):
+    """Bad input from the user (a file, a flag, a suite): exit code 2, nothing run or written."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, where: str | None = None):
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class InfraError(EtaiError):
+    """The machinery failed (Docker engine, image, a server): never the agent's fault."""
+
+    exit_code = 3
+
+
+class SandboxDead(InfraError):
+    """The sandbox's runner is gone (killed by its own code, by a deadline, or by the engine)."""

@@ -1,0 +1,72 @@
+// Warm Jest host: keeps Jest loaded and runs it on request (forked by runner.js, own process group).
+//
+// Test code runs in this process, so nothing it prints is trusted: the answer travels over the IPC
+// channel, tagged with the request's nonce, which only this module's closure sees; the runner drops
+// any message without it. A test that calls process.exit() ends this process before an answer is
+// sent, which the runner reports as `no_result_record`.
+'use strict';
+
+const path = require('path');
+
+const WS = path.resolve(process.env.ETAI_WORKSPACE || '/scratch/ws');
+const JEST = process.env.ETAI_JEST || path.join(__dirname, 'node_modules', 'jest');
+const { runCLI } = require(JEST);
+const send = process.send.bind(process);
+
+function slim(results) {
+  return {
+    success: results.success,
+    numTotalTestSuites: results.numTotalTestSuites,
+    numFailedTestSuites: results.numFailedTestSuites,
+    numRuntimeErrorTestSuites: results.numRuntimeErrorTestSuites,
+    numTotalTests: results.numTotalTests,
+    numPassedTests: results.numPassedTests,
+    numFailedTests: results.numFailedTests,
+    numPendingTests: results.numPendingTests,
+    testResults: results.testResults.map((r) => ({
+      file: path.relative(WS, r.testFilePath),
+      execError: r.testExecError ? String(r.testExecError.message || r.testExecError).slice(0, 4000) : null,
+      failureMessage: r.failureMessage ? r.failureMessage.slice(0, 8000) : null,
+      tests: r.testResults.map((t) => ({
+        name: t.fullName, status: t.status, duration: t.duration,
+        failureMessages: (t.failureMessages || []).map((m) => m.slice(0, 4000)),
+      })),
+    })),
+  };
+}
+
+async function run(nonce, testFiles, namePattern) {
+  const argv = {
+    _: [], $0: 'jest', ci: true, watchman: false, silent: true, runInBand: true, cache: true,
+    cacheDirectory: path.join(process.env.TMPDIR || '/tmp', 'jest-cache'), color: false,
+    // The workspace's own config decides testMatch etc.; these only narrow what runs.
+  };
+  if (testFiles && testFiles.length) {
+    argv.runTestsByPath = true;
+    argv._ = testFiles.map((f) => path.resolve(WS, f));
+  }
+  if (namePattern) argv.testNamePattern = namePattern;
+  const { results } = await runCLI(argv, [WS]);
+  send({ nonce, report: slim(results) });
+}
+
+// The test files Jest would run, asked on the pristine workspace (no test code runs for this).
+async function listTests(nonce) {
+  const lines = [];
+  const log = console.log;
+  console.log = (...a) => { lines.push(a.join(' ')); };
+  try {
+    await runCLI({ _: [], $0: 'jest', ci: true, watchman: false, listTests: true, json: true,
+      cacheDirectory: path.join(process.env.TMPDIR || '/tmp', 'jest-cache') }, [WS]);
+  } finally { console.log = log; }
+  const files = JSON.parse(lines.join('\n') || '[]').map((f) => path.relative(WS, f)).sort();
+  send({ nonce, files });
+}
+
+process.on('message', (m) => {
+  const nonce = m.nonce;
+  const work = m.op === 'list' ? listTests(nonce) : run(nonce, m.test_files, m.name_pattern);
+  work.catch((e) => {
+    send({ nonce, report: null, error: String((e && e.stack) || e).slice(0, 4000) });
+  });
+});

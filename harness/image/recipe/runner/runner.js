@@ -1,0 +1,351 @@
+// ETAI in-sandbox runner: the trusted half of the sandbox.
+//
+// The harness keeps one long-lived pipe to this process (a `docker exec -i`, or a plain subprocess
+// for the `local` sandbox) and speaks JSON lines: one request object per stdin line, one answer per
+// stdout line, answers in request order. A persistent pipe instead of a `docker exec` per step is
+// what brings a Jest step from ~650 ms to ~120 ms (research/perf-limits.md §2.3).
+//
+// Untrusted code (the workspace's tests, an agent's commands) never runs in this process: Jest runs
+// in a warm child (jest-host.js) in its own process group, commands run in their own process groups,
+// and this process enforces their deadlines and output caps by killing the whole group. The harness
+// enforces a second, outer deadline by killing the container.
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+const cp = require('child_process');
+const crypto = require('crypto');
+
+const WS = path.resolve(process.env.ETAI_WORKSPACE || '/scratch/ws');
+const HOST = path.join(__dirname, 'jest-host.js');
+const MAX_READ = 1 << 20; // file_read answers at most 1 MiB; the rest is reported as truncated
+const protocolOut = process.stdout; // only this process writes protocol lines here
+
+// ---------------------------------------------------------------- paths
+class ToolError extends Error {}
+
+function inside(p) {
+  return p === WS || p.startsWith(WS + path.sep);
+}
+
+// Resolve a workspace-relative path and refuse anything that leaves the workspace, including
+// through symlinks (checked on the real path of the longest existing prefix).
+function resolvePath(rel, { mustExist = true } = {}) {
+  if (typeof rel !== 'string' || rel === '') throw new ToolError('path must be a non-empty string');
+  if (rel.includes('\0')) throw new ToolError('path contains a NUL byte');
+  const p = path.resolve(WS, rel);
+  if (!inside(p)) throw new ToolError(`path ${JSON.stringify(rel)} leaves the workspace`);
+  let probe = p;
+  while (!fs.existsSync(probe) && probe !== WS) probe = path.dirname(probe);
+  let real;
+  try { real = fs.realpathSync(probe); } catch (e) { real = probe; }
+  if (!inside(real)) throw new ToolError(`path ${JSON.stringify(rel)} leaves the workspace (through a symlink)`);
+  if (mustExist && !fs.existsSync(p)) throw new ToolError(`no such file: ${rel}`);
+  return p;
+}
+
+function rel(p) { return path.relative(WS, p) || '.'; }
+
+// ---------------------------------------------------------------- child processes
+// Run argv in its own process group with a deadline and an output cap; resolve with what happened.
+function runCommand(argv, { timeoutMs = 10000, outputCap = 1 << 20, cwd = WS, input = null } = {}) {
+  return new Promise((resolve) => {
+    const t0 = Date.now();
+    const oomBefore = oomKills();
+    let child;
+    try {
+      child = cp.spawn(argv[0], argv.slice(1), { cwd, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    } catch (e) {
+      resolve({ status: 'failed', exit_code: 127, stdout: '', stderr: String(e.message), duration_ms: 0 });
+      return;
+    }
+    const out = { stdout: [], stderr: [], n: 0 };
+    let reason = null;
+    const killGroup = () => { try { process.kill(-child.pid, 'SIGKILL'); } catch (e) { /* gone */ } };
+    const timer = setTimeout(() => { reason = reason || 'timeout'; killGroup(); }, timeoutMs);
+    const take = (key) => (chunk) => {
+      if (out.n >= outputCap) return;
+      const room = outputCap - out.n;
+      out[key].push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+      out.n += Math.min(chunk.length, room);
+      if (out.n >= outputCap) { reason = reason || 'output_limit'; killGroup(); }
+    };
+    child.stdout.on('data', take('stdout'));
+    child.stderr.on('data', take('stderr'));
+    child.on('error', (e) => { out.stderr.push(Buffer.from(String(e.message))); });
+    child.stdin.on('error', () => {});
+    if (input != null) child.stdin.end(input); else child.stdin.end();
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      killGroup(); // nothing it started outlives it
+      if (!reason && signal === 'SIGKILL' && oomKills() > oomBefore) reason = 'memory_limit';
+      resolve({
+        status: reason || (code === 0 ? 'passed' : 'failed'),
+        exit_code: code == null ? 128 + (signal === 'SIGKILL' ? 9 : 15) : code,
+        signal: signal || null,
+        stdout: Buffer.concat(out.stdout).toString('base64'),
+        stderr: Buffer.concat(out.stderr).toString('base64'),
+        truncated: reason === 'output_limit',
+        duration_ms: Date.now() - t0,
+      });
+    });
+  });
+}
+
+// ---------------------------------------------------------------- Jest host (warm child)
+let host = null; // { proc, pending, stderr, outN, cap, killedFor }
+
+function oomKills() {
+  // cgroup v2 then v1: the kernel's count of OOM kills in this container.
+  for (const [f, key] of [['/sys/fs/cgroup/memory.events', 'oom_kill'], ['/sys/fs/cgroup/memory/memory.oom_control', 'oom_kill']]) {
+    try {
+      const m = fs.readFileSync(f, 'utf8').match(new RegExp(`^${key} (\\d+)`, 'm'));
+      if (m) return Number(m[1]);
+    } catch (e) { /* not this layout */ }
+  }
+  return 0;
+}
+
+function startHost() {
+  const heapMb = Number(process.env.ETAI_JEST_HEAP_MB || 0);
+  const execArgv = heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
+  const proc = cp.fork(HOST, [], {
+    cwd: WS, detached: true, execArgv, stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    env: Object.assign({}, process.env, { ETAI_WORKSPACE: WS }),
+  });
+  const h = { proc, pending: null, tail: [], outN: 0, cap: 1 << 20, reason: null };
+  const onOut = (chunk) => {
+    h.outN += chunk.length;
+    h.tail.push(chunk); if (h.tail.length > 8) h.tail.shift();
+    if (h.pending && h.outN > h.cap) { h.reason = h.reason || 'output_limit'; killHost(h); }
+  };
+  proc.stdout.on('data', onOut);
+  proc.stderr.on('data', onOut);
+  proc.on('message', (m) => {
+    const p = h.pending;
+    // Only an answer that carries this request's nonce counts (see jest-host.js).
+    if (p && m && m.nonce === p.nonce) { h.pending = null; clearTimeout(p.timer); p.resolve({ ok: true, result: m }); }
+  });
+  proc.on('exit', (code, signal) => {
+    if (host === h) host = null;
+    const p = h.pending;
+    if (p) {
+      h.pending = null; clearTimeout(p.timer);
+      p.resolve({ ok: false, code, signal, reason: h.reason, tail: Buffer.concat(h.tail).toString('utf8').slice(-4000) });
+    }
+  });
+  proc.on('error', () => {});
+  return h;
+}
+
+function killHost(h) { try { process.kill(-h.proc.pid, 'SIGKILL'); } catch (e) { /* gone */ } }
+
+// Send one message to the warm Jest host and wait for the answer carrying its nonce.
+function hostCall(msg, timeoutMs, outputCap) {
+  if (!host) host = startHost();
+  const h = host;
+  const nonce = crypto.randomBytes(16).toString('hex');
+  const oomBefore = oomKills();
+  const t0 = Date.now();
+  h.outN = 0; h.tail = []; h.reason = null; h.cap = outputCap || (1 << 20);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => { h.reason = 'timeout'; killHost(h); }, timeoutMs || 30000);
+    h.pending = { nonce, resolve, timer };
+    h.proc.send(Object.assign({ nonce }, msg));
+  }).then((r) => {
+    const duration_ms = Date.now() - t0;
+    if (r.ok) return { ok: true, answer: r.result, duration_ms, output_bytes: h.outN };
+    let reason = r.reason;
+    if (!reason && oomKills() > oomBefore) reason = 'memory_limit';
+    if (!reason && /heap out of memory|Allocation failed/i.test(r.tail || '')) reason = 'memory_limit';
+    return { ok: false, reason: reason || 'no_result_record', exit_code: r.code, signal: r.signal,
+      output_tail: r.tail, duration_ms, output_bytes: h.outN };
+  });
+}
+
+let testFiles = null; // the test files of the pristine workspace, listed at init
+
+async function jestRun(req) {
+  const r = await hostCall({ test_files: req.test_files || null, name_pattern: req.name_pattern || null },
+    req.timeout_ms, req.output_cap);
+  const expected = req.test_files && req.test_files.length
+    ? req.test_files.filter((f) => (testFiles || []).includes(f)) : (testFiles || []);
+  if (!r.ok) return Object.assign({ evidence: 'none', expected_files: expected }, r);
+  return { evidence: 'nonce', report: r.answer.report, error: r.answer.error || null, expected_files: expected,
+    duration_ms: r.duration_ms, output_bytes: r.output_bytes };
+}
+
+// ---------------------------------------------------------------- file tools
+function listFiles(dir, max) {
+  const found = [];
+  let truncated = false;
+  const walk = (d) => {
+    let entries;
+    try { entries = fs.readdirSync(d, { withFileTypes: true }); } catch (e) { return; }
+    entries.sort((a, b) => (a.name < b.name ? -1 : 1));
+    for (const e of entries) {
+      if (e.name === '.git' || e.name === 'node_modules') continue;
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else { if (found.length >= max) { truncated = true; return; } found.push(rel(p)); }
+      if (truncated) return;
+    }
+  };
+  walk(dir);
+  return { files: found, truncated };
+}
+
+function search(pattern, dir, max, flags) {
+  let re;
+  try { re = new RegExp(pattern, flags || ''); } catch (e) { throw new ToolError(`invalid regular expression: ${e.message}`); }
+  const matches = [];
+  let truncated = false;
+  for (const f of listFiles(dir, 10000).files) {
+    let text;
+    try {
+      const st = fs.statSync(path.join(WS, f));
+      if (st.size > MAX_READ) continue;
+      text = fs.readFileSync(path.join(WS, f), 'utf8');
+    } catch (e) { continue; }
+    const lines = text.split('\n');
+    for (let i = 0; i < lines.length; i++) {
+      const m = re.exec(lines[i]);
+      re.lastIndex = 0;
+      if (m) {
+        if (matches.length >= max) { truncated = true; break; }
+        matches.push({ file: f, line: i + 1, column: m.index + 1, text: lines[i].slice(0, 400) });
+      }
+    }
+    if (truncated) break;
+  }
+  return { matches, truncated };
+}
+
+function writeFileSafe(p, data) {
+  fs.mkdirSync(path.dirname(p), { recursive: true });
+  // Re-check after mkdir: a symlinked parent created meanwhile must not redirect the write.
+  if (!inside(fs.realpathSync(path.dirname(p)))) throw new ToolError('path leaves the workspace (through a symlink)');
+  try { if (fs.lstatSync(p).isSymbolicLink()) fs.unlinkSync(p); } catch (e) { /* new file */ }
+  fs.writeFileSync(p, data);
+}
+
+const GIT_ENV = Object.assign({}, process.env, {
+  GIT_AUTHOR_NAME: 'etai', GIT_AUTHOR_EMAIL: 'etai@localhost', GIT_COMMITTER_NAME: 'etai',
+  GIT_COMMITTER_EMAIL: 'etai@localhost', GIT_CONFIG_NOSYSTEM: '1', HOME: process.env.HOME || '/scratch',
+});
+
+function git(args) {
+  const r = cp.spawnSync('git', args, { cwd: WS, env: GIT_ENV, maxBuffer: 8 << 20, timeout: 20000 });
+  if (r.error) throw new ToolError(`git failed: ${r.error.message}`);
+  if (r.status !== 0) throw new ToolError(`git ${args[0]} failed: ${String(r.stderr).trim().slice(0, 500)}`);
+  return String(r.stdout);
+}
+
+// ---------------------------------------------------------------- requests
+const handlers = {
+  ping: () => ({ pong: true, workspace: WS, pid: process.pid }),
+
+  init: async (req) => {
+    fs.mkdirSync(WS, { recursive: true });
+    for (const [name, b64] of Object.entries(req.files || {})) {
+      writeFileSafe(resolvePath(name, { mustExist: false }), Buffer.from(b64, 'base64'));
+    }
+    // A baseline commit so git_diff/git_status show exactly what the agent changed.
+    git(['init', '-q']);
+    git(['add', '-A']);
+    git(['-c', 'commit.gpgsign=false', 'commit', '-q', '--allow-empty', '-m', 'etai baseline']);
+    const listed = await hostCall({ op: 'list' }, 60000);
+    testFiles = listed.ok ? listed.answer.files : [];
+    return { files: Object.keys(req.files || {}).length, test_files: testFiles };
+  },
+
+  jest: (req) => jestRun(req),
+
+  read: (req) => {
+    const p = resolvePath(req.path);
+    const st = fs.statSync(p);
+    if (st.isDirectory()) throw new ToolError(`${req.path} is a directory`);
+    const fd = fs.openSync(p, 'r');
+    const buf = Buffer.alloc(Math.min(st.size, MAX_READ));
+    fs.readSync(fd, buf, 0, buf.length, 0);
+    fs.closeSync(fd);
+    return { content_b64: buf.toString('base64'), size: st.size, truncated: st.size > MAX_READ };
+  },
+
+  write: (req) => {
+    const p = resolvePath(req.path, { mustExist: false });
+    writeFileSafe(p, Buffer.from(req.content_b64 || '', 'base64'));
+    return { path: rel(p), bytes: fs.statSync(p).size };
+  },
+
+  edit: (req) => {
+    const p = resolvePath(req.path);
+    const text = fs.readFileSync(p, 'utf8');
+    if (typeof req.old !== 'string' || req.old === '') throw new ToolError('old must be a non-empty string');
+    const n = text.split(req.old).length - 1;
+    if (n === 0) throw new ToolError(`old text not found in ${req.path}`);
+    if (n > 1 && !req.all) throw new ToolError(`old text occurs ${n} times in ${req.path}; make it unique`);
+    const idx = text.indexOf(req.old);
+    const before = text.slice(0, idx);
+    const next = req.all ? text.split(req.old).join(req.new) : before + req.new + text.slice(idx + req.old.length);
+    writeFileSafe(p, next);
+    const line = before.split('\n').length;
+    const column = idx - before.lastIndexOf('\n');
+    return { path: rel(p), replacements: req.all ? n : 1, line, column };
+  },
+
+  list: (req) => {
+    const d = resolvePath(req.path || '.');
+    return listFiles(d, req.max || 1000);
+  },
+
+  search: (req) => search(req.pattern, resolvePath(req.path || '.'), req.max || 200, req.flags),
+
+  git: (req) => {
+    const allowed = { diff: ['diff', '--no-color', '--no-ext-diff'], status: ['status', '--porcelain=v1', '-uall'] };
+    if (!allowed[req.cmd]) throw new ToolError(`git ${req.cmd} is not allowed`);
+    if (req.cmd === 'diff') git(['add', '-A', '-N']); // show new files in the diff too
+    return { text: git(allowed[req.cmd].concat(req.args || [])) };
+  },
+
+  hash: (req) => {
+    const out = {};
+    for (const f of req.paths || []) {
+      try { out[f] = crypto.createHash('sha256').update(fs.readFileSync(resolvePath(f))).digest('hex'); } catch (e) { out[f] = null; }
+    }
+    return { hashes: out };
+  },
+
+  exec: (req) => runCommand(req.argv, { timeoutMs: req.timeout_ms, outputCap: req.output_cap,
+    input: req.stdin_b64 ? Buffer.from(req.stdin_b64, 'base64') : null }),
+};
+
+let queue = Promise.resolve();
+function answer(id, body) { protocolOut.write(JSON.stringify(Object.assign({ id }, body)) + '\n'); }
+
+function handle(line) {
+  let req;
+  try { req = JSON.parse(line); } catch (e) { answer(null, { ok: false, error: 'bad request: not JSON' }); return; }
+  queue = queue.then(async () => {
+    const fn = handlers[req.op];
+    if (!fn) { answer(req.id, { ok: false, error: `unknown op ${req.op}` }); return; }
+    try {
+      answer(req.id, { ok: true, result: await fn(req) });
+    } catch (e) {
+      const tool = e instanceof ToolError || (e && e.code && /^E[A-Z]+$/.test(e.code));
+      answer(req.id, { ok: false, error: tool ? e.message : String(e && e.stack || e), tool_error: !!tool });
+    }
+  });
+}
+
+let buf = '';
+process.stdin.on('data', (d) => {
+  buf += d;
+  let i;
+  while ((i = buf.indexOf('\n')) >= 0) { const line = buf.slice(0, i); buf = buf.slice(i + 1); if (line.trim()) handle(line); }
+});
+process.stdin.on('end', () => { if (host) killHost(host); process.exit(0); });
+fs.mkdirSync(WS, { recursive: true });
+if (process.env.TMPDIR) fs.mkdirSync(process.env.TMPDIR, { recursive: true });
+host = startHost(); // load Jest now, while the sandbox waits in the pool
+answer(null, { ok: true, result: { ready: true, pid: process.pid } });

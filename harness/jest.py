@@ -1,0 +1,119 @@
+"""Jest results: from the runner's report to a typed, JSON-serialisable record, with evidence checks.
+
+A run counts only with positive evidence: the answer came from the trusted runner tagged with the
+request's nonce, and every test file that Jest listed on the pristine workspace (or every requested
+one) appears in the report. A test file that prints "Tests: 5 passed", exits early with
+``process.exit(0)`` or deletes itself therefore never reads as a pass.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from harness.sandbox import Status
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# "at fn (/scratch/ws/src/a.js:2:15)" or "at /scratch/ws/src/a.js:2:15"
+_FRAME = re.compile(r"at (?:.*? \()?(?P<path>/[^\s():]+):(?P<line>\d+):(?P<col>\d+)\)?")
+
+
+@dataclass(frozen=True)
+class Location:
+    file: str
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class FailedTest:
+    name: str
+    file: str
+    message: str
+    location: Location | None
+
+
+@dataclass(frozen=True)
+class JestResult:
+    status: Status
+    exit_code: int
+    num_passed: int
+    num_failed: int
+    num_total: int
+    num_test_files: int
+    failed_tests: list[FailedTest] = field(default_factory=list)
+    passed_tests: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+    reason: str | None = None  # why it is not a pass/fail on the tests' merits
+    evidence: str = "none"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["status"] = self.status.value
+        return d
+
+
+def error_location(message: str, workspace: str, test_file: str) -> Location | None:
+    """Where the error happened: the first stack frame inside the workspace (outside node_modules).
+
+    Jest's frames name absolute paths; the first workspace frame is where the error was thrown (the
+    source file for a TypeError, the test file's assertion line for an ``expect`` failure).
+    """
+    prefix = workspace.rstrip("/") + "/"
+    for m in _FRAME.finditer(_ANSI.sub("", message)):
+        path = m.group("path")
+        if path.startswith(prefix) and "/node_modules/" not in path:
+            return Location(path[len(prefix):], int(m.group("line")), int(m.group("col")))
+    return None
+
+
+def _first_line(message: str) -> str:
+    text = _ANSI.sub("", message).strip()
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:500]
+    return ""
+
+
+def from_runner(answer: dict[str, Any], workspace: str = "/scratch/ws") -> JestResult:
+    """Turn the runner's ``jest`` answer into a JestResult, deciding the status from evidence."""
+    duration = answer.get("duration_ms", 0) / 1000
+    if answer.get("evidence") != "nonce" or not answer.get("report"):
+        reason = answer.get("reason") or ("jest error: " + str(answer.get("error"))[:300] if answer.get("error")
+                                          else "no_result_record")
+        status = {"timeout": Status.TIMEOUT, "memory_limit": Status.MEMORY_LIMIT,
+                  "output_limit": Status.OUTPUT_LIMIT}.get(reason, Status.FAILED)
+        return JestResult(status, 1, 0, 0, 0, 0, duration_s=duration, reason=reason, evidence="none")
+    rep = answer["report"]
+    failed: list[FailedTest] = []
+    passed: list[str] = []
+    for tr in rep["testResults"]:
+        if tr.get("execError") and not tr["tests"]:
+            msg = tr.get("failureMessage") or tr["execError"]
+            failed.append(FailedTest("(test file failed to run)", tr["file"], _first_line(msg),
+                                     error_location(msg, workspace, tr["file"])))
+        for t in tr["tests"]:
+            if t["status"] == "passed":
+                passed.append(f"{tr['file']}::{t['name']}")
+            elif t["status"] == "failed":
+                msg = "\n".join(t.get("failureMessages") or [])
+                failed.append(FailedTest(t["name"], tr["file"], _first_line(msg),
+                                         error_location(msg, workspace, tr["file"])))
+    ran = {tr["file"] for tr in rep["testResults"]}
+    missing = sorted(set(answer.get("expected_files") or []) - ran)
+    n_failed = len(failed)
+    reason = None
+    ok = rep["success"] and n_failed == 0 and rep["numTotalTests"] > 0
+    if missing:
+        ok, reason = False, f"test files did not report: {', '.join(missing)}"
+    elif rep["numTotalTests"] == 0:
+        reason = "no test ran"
+    elif rep.get("numPendingTests"):
+        reason = f"{rep['numPendingTests']} test(s) skipped"
+    return JestResult(
+        status=Status.PASSED if ok else Status.FAILED, exit_code=0 if ok else 1,
+        num_passed=rep["numPassedTests"], num_failed=max(rep["numFailedTests"], n_failed),
+        num_total=rep["numTotalTests"], num_test_files=rep["numTotalTestSuites"],
+        failed_tests=failed, passed_tests=passed, duration_s=duration, reason=reason, evidence="nonce",
+    )

@@ -1,0 +1,110 @@
+"""One Sandbox protocol, a registry of implementations, and the status taxonomy.
+
+``docker`` (default) runs everything in a hardened container; ``local`` runs the same in-sandbox
+runner as plain host subprocesses in a temp copy of the workspace. ``local`` is NOT isolation:
+it exists to debug on machines without Docker and must be asked for by name.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+
+class Status(str, enum.Enum):
+    """Outcome of one execution, decided by the harness from evidence, never from an exit code alone."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    MEMORY_LIMIT = "memory_limit"
+    OUTPUT_LIMIT = "output_limit"
+    INFRA_ERROR = "infra_error"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandbox (research/reliability.md §3.1)."""
+
+    memory_mb: int = 1024
+    cpus: float = 1.0
+    pids: int = 256
+    nofile: int = 1024
+    scratch_mb: int = 256
+    timeout_s: float = 30.0  # default deadline of one exec or Jest run
+    output_cap: int = 1 << 20  # bytes kept of stdout+stderr per exec
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    status: Status
+    exit_code: int
+    stdout: str
+    stderr: str
+    truncated: bool
+    duration_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status.value, "exit_code": self.exit_code, "stdout": self.stdout,
+                "stderr": self.stderr, "truncated": self.truncated, "duration_s": round(self.duration_s, 4)}
+
+
+class Sandbox(Protocol):
+    """A started sandbox holding one workspace. Paths are relative to the workspace root."""
+
+    kind: str
+    image: str | None  # what results name as the environment (image tag, or None for local)
+    limits: Limits
+
+    def exec(self, argv: list[str], *, timeout: float | None = None, output_cap: int | None = None,
+             stdin: bytes | None = None) -> ExecResult: ...
+
+    def read_file(self, path: str) -> bytes: ...
+
+    def write_file(self, path: str, data: bytes) -> None: ...
+
+    def request(self, op: str, payload: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
+        """One call to the in-sandbox runner (Jest, file tools, git). Raises ToolFailure on a tool error."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class ToolFailure(Exception):
+    """The runner refused a request (bad path, missing file, ...): a result for the agent, not a crash."""
+
+
+@dataclass
+class _Entry:
+    start: Callable[..., Sandbox]
+    description: str
+    safe: bool = field(default=True)
+
+
+_REGISTRY: dict[str, _Entry] = {}
+
+
+def register(name: str, start: Callable[..., Sandbox], description: str, *, safe: bool = True) -> None:
+    _REGISTRY[name] = _Entry(start, description, safe)
+
+
+def names() -> list[str]:
+    _load_builtins()
+    return sorted(_REGISTRY)
+
+
+def start(kind: str, workspace: Path | str, *, limits: Limits | None = None, **kw: Any) -> Sandbox:
+    """Start a sandbox of ``kind`` with a copy of ``workspace``; the caller must ``close()`` it."""
+    _load_builtins()
+    if kind not in _REGISTRY:
+        from harness.errors import InputError
+
+        raise InputError(f"unknown sandbox {kind!r}; known: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[kind].start(Path(workspace), limits=limits or Limits(), **kw)
+
+
+def _load_builtins() -> None:
+    if "docker" not in _REGISTRY:
+        from harness.sandbox import _docker, _local  # noqa: F401  (they register themselves)

@@ -1,0 +1,218 @@
+"""The Docker sandbox: one hardened container per workspace, a warm runner inside, a pool to hide start-up.
+
+Every container gets the whole profile of research/reliability.md §3.1. Deadlines are enforced
+from outside (``docker kill`` by name when the runner misses its outer deadline), every container
+is removed in ``close()`` (also on Ctrl-C: the CLI's handler and ``atexit`` reap this process's
+label), and ``prune()`` removes leftovers of dead processes at start-up.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from harness import image as _image
+from harness.errors import InfraError
+from harness.sandbox import Limits, register
+from harness.sandbox._runner import RunnerSandbox, workspace_files
+
+LABEL = "etai"
+UID = "10001:10001"
+_client = None
+_client_lock = threading.Lock()
+
+
+def client():
+    global _client
+    with _client_lock:
+        if _client is None:
+            _client = _image.docker_client(timeout=60)
+        return _client
+
+
+def _labels(run_id: str | None) -> dict[str, str]:
+    return {LABEL: "1", f"{LABEL}.owner_pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname(),
+            f"{LABEL}.started_at": str(int(time.time())), f"{LABEL}.run_id": run_id or ""}
+
+
+def create_container(image: str, limits: Limits, *, run_id: str | None = None, name_prefix: str = "etai"):
+    """Start a detached container with the full hardened profile; return (container, name)."""
+    import docker.errors
+    from docker.types import LogConfig, Ulimit
+
+    name = f"{name_prefix}-{uuid.uuid4().hex[:12]}"
+    scratch = f"rw,nosuid,nodev,noexec,size={limits.scratch_mb}m,uid=10001,gid=10001,mode=0700"
+    try:
+        c = client().containers.run(
+            image, ["sleep", "infinity"], name=name, labels=_labels(run_id), detach=True,
+            init=True, network_mode="none", cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            user=UID, read_only=True, tmpfs={"/scratch": scratch}, ipc_mode="none",
+            mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
+            pids_limit=limits.pids, nano_cpus=int(limits.cpus * 1e9),
+            ulimits=[Ulimit(name="nofile", soft=limits.nofile, hard=limits.nofile)],
+            log_config=LogConfig(type="none"), working_dir="/scratch",
+            # Environment is an allowlist: nothing of the host's (secrets included) goes in.
+            environment={"HOME": "/scratch", "TMPDIR": "/scratch/tmp", "ETAI_WORKSPACE": "/scratch/ws",
+                         "ETAI_JEST_HEAP_MB": str(max(128, int(limits.memory_mb * 0.6)))},
+        )
+    except docker.errors.ImageNotFound as e:
+        raise InfraError(f"sandbox image {image} is missing; run `etai image build`") from e
+    except docker.errors.APIError as e:
+        raise InfraError(f"docker could not start a sandbox: {e.explanation or e}") from e
+    return c, name
+
+
+def kill_and_remove(name: str) -> None:
+    import docker.errors
+
+    try:
+        client().api.remove_container(name, force=True)  # force = SIGKILL then remove
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as e:
+        if "already in progress" not in str(e):
+            raise InfraError(f"could not remove container {name}: {e}") from e
+
+
+class DockerSandbox(RunnerSandbox):
+    kind = "docker"
+
+    def __init__(self, image: str, limits: Limits, *, run_id: str | None = None):
+        self.image = image
+        self.container, self.name = create_container(image, limits, run_id=run_id)
+        _LIVE.add(self.name)
+        # A long-lived `docker exec -i` is the runner's pipe. The SDK's attach socket would need
+        # hand demultiplexing of Docker's stream frames; the CLI does exactly that, over the same API.
+        try:
+            proc = subprocess.Popen(
+                ["docker", "exec", "-i", self.name, "node", "/opt/etai/runner.js"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl-C reaches us, not the pipe; close() ends it
+            )
+            super().__init__(proc, limits)
+        except BaseException:
+            self._kill()
+            raise
+
+    def _kill(self) -> None:
+        try:
+            kill_and_remove(self.name)
+        finally:
+            _LIVE.discard(self.name)
+
+
+_LIVE: set[str] = set()
+
+
+@atexit.register
+def _reap_own() -> None:
+    for name in list(_LIVE):
+        try:
+            kill_and_remove(name)
+        except Exception:
+            pass
+
+
+class Pool:
+    """Pre-started containers (runner loaded, Jest warming) so that ``acquire`` costs only the upload."""
+
+    def __init__(self, image: str, limits: Limits, size: int = 2, run_id: str | None = None):
+        self.image, self.limits, self.size, self.run_id = image, limits, size, run_id
+        self._ready: list[DockerSandbox] = []
+        self._cv = threading.Condition()
+        self._closed = False
+        self._starting = 0
+        self._fill()
+
+    def _fill(self) -> None:
+        with self._cv:
+            need = self.size - len(self._ready) - self._starting
+            self._starting += max(0, need)
+        for _ in range(max(0, need)):
+            threading.Thread(target=self._start_one, daemon=True).start()
+
+    def _start_one(self) -> None:
+        try:
+            sb = DockerSandbox(self.image, self.limits, run_id=self.run_id)
+        except Exception:
+            sb = None
+        with self._cv:
+            self._starting -= 1
+            if sb is not None and not self._closed:
+                self._ready.append(sb)
+                self._cv.notify()
+                return
+        if sb is not None:
+            sb.close()
+
+    def acquire(self, workspace: Path) -> DockerSandbox:
+        files = workspace_files(workspace)
+        with self._cv:
+            sb = self._ready.pop() if self._ready else None
+        if sb is None:
+            sb = DockerSandbox(self.image, self.limits, run_id=self.run_id)
+        self._fill()
+        try:
+            sb.init_workspace(files)
+        except BaseException:
+            sb.close()
+            raise
+        return sb
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            ready, self._ready = self._ready, []
+        for sb in ready:
+            sb.close()
+
+
+def start(workspace: Path, *, limits: Limits, image: str | None = None, run_id: str | None = None,
+          pool: Pool | None = None) -> DockerSandbox:
+    if pool is not None:
+        return pool.acquire(workspace)
+    files = workspace_files(workspace)
+    sb = DockerSandbox(image or _image.ensure_image(), limits, run_id=run_id)
+    try:
+        sb.init_workspace(files)
+    except BaseException:
+        sb.close()
+        raise
+    return sb
+
+
+def prune(*, all_owners: bool = False) -> list[str]:
+    """Remove labelled containers whose owning process is gone (or every labelled one)."""
+    removed = []
+    host = socket.gethostname()
+    for c in client().containers.list(all=True, filters={"label": LABEL}):
+        labels = c.labels or {}
+        pid = int(labels.get(f"{LABEL}.owner_pid", "0") or 0)
+        mine_alive = labels.get(f"{LABEL}.host") == host and pid > 0 and _alive(pid)
+        if all_owners or not mine_alive:
+            kill_and_remove(c.name)
+            removed.append(c.name)
+    return removed
+
+
+def leftovers() -> list[str]:
+    return [c.name for c in client().containers.list(all=True, filters={"label": LABEL})]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+register("docker", start, "hardened Docker container (default)")

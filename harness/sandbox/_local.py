@@ -1,0 +1,60 @@
+"""The ``local`` sandbox: the same runner as plain host subprocesses in a temp copy of the workspace.
+
+UNSAFE by design: no isolation, no memory/pid/network limits, code runs as the calling user. It
+exists to debug suites and agents on machines without Docker, and is used only when asked for by
+name. Deadlines and output caps still hold (the runner kills process groups).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+from harness import image as _image
+from harness.sandbox import Limits, register
+from harness.sandbox._runner import RunnerSandbox, workspace_files
+
+
+class LocalSandbox(RunnerSandbox):
+    kind = "local"
+    image = None
+
+    def __init__(self, limits: Limits):
+        self._tmp = Path(tempfile.mkdtemp(prefix="etai-local-"))
+        runner = _image.runner_dir()
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")}
+        env.update(HOME=str(self._tmp), TMPDIR=str(self._tmp / "tmp"), ETAI_WORKSPACE=str(self._tmp / "ws"),
+                   NODE_ENV="test", GIT_CONFIG_NOSYSTEM="1")
+        proc = subprocess.Popen(["node", str(runner / "runner.js")], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+        try:
+            super().__init__(proc, limits)
+        except BaseException:
+            self._kill()
+            raise
+
+    def _kill(self) -> None:
+        try:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+def start(workspace: Path, *, limits: Limits, **_: object) -> LocalSandbox:
+    files = workspace_files(workspace)
+    sb = LocalSandbox(limits)
+    try:
+        sb.init_workspace(files)
+    except BaseException:
+        sb.close()
+        raise
+    return sb
+
+
+register("local", start, "UNSAFE: host subprocesses in a temp copy (debugging only)", safe=False)

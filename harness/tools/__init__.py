@@ -1,0 +1,117 @@
+"""The tool registry: what an agent (and the human trace) can call inside a sandbox.
+
+Each tool has a JSON schema for its arguments and returns a ToolResult whose ``data`` is plain
+JSON. ``call`` is total: bad arguments, paths that leave the workspace, missing files and a dead
+sandbox all come back as an error result with a clear message, never as an exception.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from harness.errors import SandboxDead
+from harness.sandbox import Sandbox, ToolFailure
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments object
+    run: Callable[[Sandbox, dict[str, Any]], dict[str, Any]]
+    status_of: Callable[[dict[str, Any]], str] = lambda data: "ok"
+
+    def schema(self) -> dict[str, Any]:
+        """OpenAI-style function definition (what model servers are sent)."""
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    tool: str
+    status: str  # "ok" | "error" | a sandbox Status value for jest_run ("passed", "timeout", ...)
+    data: dict[str, Any]
+    error: str | None
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = dict(self.data)
+        d["status"] = self.status
+        if self.error is not None:
+            d["error"] = self.error
+        return d
+
+
+_REGISTRY: dict[str, Tool] = {}
+
+
+def register(tool: Tool) -> Tool:
+    _REGISTRY[tool.name] = tool
+    return tool
+
+
+def get(name: str) -> Tool:
+    _load()
+    return _REGISTRY[name]
+
+
+def tool_names() -> tuple[str, ...]:
+    """Names of the registered tools, in registry order (stable: model heads index into it)."""
+    _load()
+    return tuple(_REGISTRY)
+
+
+def schemas() -> list[dict[str, Any]]:
+    _load()
+    return [t.schema() for t in _REGISTRY.values()]
+
+
+def validate(name: str, args: Any) -> str | None:
+    """None if ``args`` fit tool ``name``'s schema, else a message naming the problem."""
+    _load()
+    if name not in _REGISTRY:
+        return f"unknown tool {name!r}; known: {', '.join(_REGISTRY)}"
+    if not isinstance(args, dict):
+        return f"arguments of {name} must be a JSON object, got {type(args).__name__}"
+    import jsonschema  # the field's validator; schemas stay standard for model servers too
+
+    try:
+        jsonschema.validate(args, _REGISTRY[name].parameters)
+    except jsonschema.ValidationError as e:
+        where = "/".join(str(p) for p in e.absolute_path) or "arguments"
+        return f"bad arguments for {name} ({where}): {e.message}"
+    return None
+
+
+def call(sandbox: Sandbox, name: str, args: Any) -> ToolResult:
+    t0 = time.monotonic()
+    problem = validate(name, args)
+    if problem:
+        return ToolResult(name, "error", {}, problem, 0.0)
+    tool = _REGISTRY[name]
+    try:
+        data = tool.run(sandbox, args)
+    except ToolFailure as e:
+        return ToolResult(name, "error", {}, str(e), time.monotonic() - t0)
+    except SandboxDead as e:
+        status = "timeout" if "did not answer" in str(e) else "infra_error"
+        return ToolResult(name, status, {}, f"sandbox unavailable: {e}", time.monotonic() - t0)
+    return ToolResult(name, tool.status_of(data), data, None, time.monotonic() - t0)
+
+
+def _load() -> None:
+    if not _REGISTRY:
+        from harness.tools import _builtin  # noqa: F401  (registers the built-ins)
+
+
+# Kept for callers that want the names without loading the registry module.
+TOOL_NAMES: tuple[str, ...] = (
+    "jest_run", "file_read", "file_write", "file_edit", "git_diff", "git_status", "list_files", "search",
+)
