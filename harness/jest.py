@@ -76,8 +76,9 @@ def _first_line(message: str) -> str:
     return ""
 
 
-def from_runner(answer: dict[str, Any], workspace: str = "/scratch/ws") -> JestResult:
+def from_runner(answer: dict[str, Any]) -> JestResult:
     """Turn the runner's ``jest`` answer into a JestResult, deciding the status from evidence."""
+    workspace = answer.get("workspace") or "/scratch/ws"
     duration = answer.get("duration_ms", 0) / 1000
     if answer.get("evidence") != "nonce" or not answer.get("report"):
         reason = answer.get("reason") or ("jest error: " + str(answer.get("error"))[:300] if answer.get("error")

@@ -57,6 +57,7 @@ class Sandbox(Protocol):
     kind: str
     image: str | None  # what results name as the environment (image tag, or None for local)
     limits: Limits
+    test_files: list[str]  # the Jest test files of the pristine workspace, listed at start
 
     def exec(self, argv: list[str], *, timeout: float | None = None, output_cap: int | None = None,
              stdin: bytes | None = None) -> ExecResult: ...

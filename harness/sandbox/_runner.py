@@ -113,7 +113,8 @@ class RunnerSandbox:
 
     # ------------------------------------------------------------------ the protocol
     def init_workspace(self, files: dict[str, str]) -> None:
-        self.request("init", {"files": files}, timeout=60.0)
+        r = self.request("init", {"files": files}, timeout=60.0)
+        self.test_files: list[str] = r.get("test_files") or []
 
     def exec(self, argv: list[str], *, timeout: float | None = None, output_cap: int | None = None,
              stdin: bytes | None = None) -> ExecResult:

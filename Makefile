@@ -1,0 +1,43 @@
+# Everything a fresh machine needs, in order: Docker engine, venv with all extras, sandbox image.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+EXTRAS ?= dev,train
+
+.PHONY: setup docker venv image demo test test-fast bench clean
+
+setup: docker venv image
+
+docker:
+	bash scripts/ensure-docker
+
+venv: $(VENV)/.installed-$(subst /,_,$(EXTRAS))
+
+$(VENV)/.installed-$(subst /,_,$(EXTRAS)): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
+	touch $@
+
+image: docker venv
+	$(BIN)/etai image build
+
+# The main job: replay the bundled suite with the reference agent and the do-nothing agent.
+demo: setup
+	$(BIN)/etai run --suite jest-bugfix --agent oracle --agent noop --out runs/demo
+
+# pytest's exit 5 ("no tests ran") is a failure, never a pass.
+test: setup
+	$(BIN)/etai sandbox prune
+	$(BIN)/python -m pytest -q; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "no tests ran: failing" >&2; exit 1; fi; exit $$rc
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow"
+
+bench: setup
+	$(BIN)/python bench/jest_step.py
+
+clean:
+	-$(BIN)/etai sandbox prune --all
+	rm -rf runs .pytest_cache

@@ -1,0 +1,107 @@
+"""`etai`: a thin command line over the Python API. The only place errors become exit codes.
+
+Exit codes: 0 success, 1 a gate or check failed, 2 bad input (nothing run or written),
+3 infrastructure error (Docker, image, server), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+from harness.errors import EtaiError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _image_build(args: argparse.Namespace) -> int:
+    from harness import image
+
+    tag = image.build(base=args.base, force=args.force, log=lambda m: print(m, file=sys.stderr))
+    print(tag)
+    return 0
+
+
+def _image_tag(args: argparse.Namespace) -> int:
+    from harness import image
+
+    print(image.image_tag())
+    return 0
+
+
+def _sandbox_prune(args: argparse.Namespace) -> int:
+    from harness.sandbox import _docker
+
+    removed = _docker.prune(all_owners=args.all)
+    print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
+    return 0
+
+
+def _sandbox_list(args: argparse.Namespace) -> int:
+    from harness.sandbox import _docker, names
+
+    print("implementations:", ", ".join(names()))
+    left = _docker.leftovers()
+    print(f"labelled containers: {len(left)}" + ("".join(f"\n  {n}" for n in left)))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="etai",
+        description="Execution-aware evaluation of coding agents: replay IDE sessions in hardened "
+                    "Docker sandboxes and score Path Accuracy@k, pass@k and cursor error.",
+        epilog="Exit codes: 0 ok, 1 gate/check failed, 2 bad input, 3 infrastructure error, 130 interrupted.",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    img = sub.add_parser("image", help="build or name the sandbox image").add_subparsers(dest="sub", required=True)
+    b = img.add_parser("build", help="build the sandbox image offline (debootstrap base + Jest); no-op if current")
+    b.add_argument("--base", help="build on this base instead of the local debootstrap one "
+                                  "(e.g. node:20-bookworm-slim where a registry is reachable)")
+    b.add_argument("--force", action="store_true", help="rebuild even if the digest tag exists")
+    b.set_defaults(func=_image_build)
+    img.add_parser("tag", help="print the tag the current recipe builds").set_defaults(func=_image_tag)
+
+    sb = sub.add_parser("sandbox", help="inspect or clean up sandboxes").add_subparsers(dest="sub", required=True)
+    pr = sb.add_parser("prune", help="remove labelled containers left by dead processes")
+    pr.add_argument("--all", action="store_true", help="remove every labelled container, also live ones")
+    pr.set_defaults(func=_sandbox_prune)
+    sb.add_parser("list", help="list sandbox implementations and labelled containers").set_defaults(func=_sandbox_list)
+
+    for register in _plugins():
+        register(sub)
+    return p
+
+
+def _plugins() -> list[Callable]:
+    """Subcommands that live beside the harness; each module adds its own parser."""
+    out = []
+    for mod, attr in (("harness.cli_run", "add_parsers"), ("suites.humaneval.cli", "add_parser"),
+                      ("finetune.cli", "add_parser")):
+        try:
+            module = __import__(mod, fromlist=[attr])
+        except ImportError as e:
+            if e.name and mod.startswith(e.name):
+                continue  # that part is not installed here
+            raise
+        out.append(getattr(module, attr))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except EtaiError as e:
+        print(f"etai: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("etai: interrupted; containers of this run removed, rows written so far kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""Shared fixtures: the real sandbox image and small Node projects written on the fly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+SUM_JS = "function sum(a, b) {\n  return a + b;\n}\nmodule.exports = { sum };\n"
+SUM_TEST = (
+    "const { sum } = require('../src/sum');\n"
+    "test('adds small numbers', () => { expect(sum(1, 2)).toBe(3); });\n"
+    "test('adds negatives', () => { expect(sum(-1, -2)).toBe(-3); });\n"
+)
+STR_JS = "function shout(s) {\n  return s.toLowerCase() + '!';\n}\nmodule.exports = { shout };\n"
+STR_TEST = (
+    "const { shout } = require('../src/str');\n"
+    "test('shouts', () => { expect(shout('hi')).toBe('HI!'); });\n"
+)
+
+
+def write_project(root: Path, files: dict[str, str], jest_config: dict | None = None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    pkg = {"name": root.name.lower(), "private": True, "jest": {"testEnvironment": "node", **(jest_config or {})}}
+    (root / "package.json").write_text(json.dumps(pkg))
+    for name, text in files.items():
+        p = root / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """Two test files: tests/sum.test.js passes (2 tests), tests/str.test.js fails (1 test)."""
+    return write_project(tmp_path / "proj", {"src/sum.js": SUM_JS, "tests/sum.test.js": SUM_TEST,
+                                              "src/str.js": STR_JS, "tests/str.test.js": STR_TEST})
+
+
+@pytest.fixture(scope="session")
+def image() -> str:
+    """The real sandbox image (built if missing). No Docker engine is an error here, never a skip."""
+    from harness import image as im
+
+    return im.ensure_image()

@@ -1,0 +1,96 @@
+"""One conformance suite, run against every registered sandbox implementation."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import sandbox, tools
+from harness.errors import InputError
+from harness.sandbox import Status, ToolFailure
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(params=sandbox.names())
+def sb(request, project, image):
+    kw = {"image": image} if request.param == "docker" else {}
+    s = sandbox.start(request.param, project, limits=sandbox.Limits(timeout_s=20), **kw)
+    yield s
+    s.close()
+
+
+def test_registry_knows_docker_and_local():
+    assert {"docker", "local"} <= set(sandbox.names())
+
+
+def test_unknown_implementation_is_an_input_error(project):
+    with pytest.raises(InputError, match="unknown sandbox 'nope'; known: docker, local"):
+        sandbox.start("nope", project)
+
+
+def test_lists_test_files_of_pristine_workspace(sb):
+    assert sorted(sb.test_files) == ["tests/str.test.js", "tests/sum.test.js"]
+
+
+def test_exec_captures_output_and_exit_code(sb):
+    r = sb.exec(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (r.status, r.exit_code, r.stdout, r.stderr) == (Status.FAILED, 3, "out\n", "err\n")
+    ok = sb.exec(["cat"], stdin=b"piped")
+    assert (ok.status, ok.stdout) == (Status.PASSED, "piped")
+
+
+def test_exec_deadline_kills_the_process_group(sb):
+    r = sb.exec(["sh", "-c", "sleep 30 & sleep 30; echo never"], timeout=0.5)
+    assert r.status == Status.TIMEOUT and "never" not in r.stdout
+    assert r.duration_s < 5
+    assert sb.exec(["true"]).status == Status.PASSED  # the sandbox lives on
+
+
+def test_exec_output_cap(sb):
+    r = sb.exec(["sh", "-c", "yes flood"], output_cap=10_000, timeout=10)
+    assert r.status == Status.OUTPUT_LIMIT and r.truncated
+    assert len(r.stdout) + len(r.stderr) <= 10_000
+
+
+def test_files_round_trip_and_workspace_confinement(sb):
+    sb.write_file("notes/new.txt", b"hello \xff")
+    assert sb.read_file("notes/new.txt") == b"hello \xff"
+    for bad in ("../outside", "/etc/passwd", "notes/../../x"):
+        with pytest.raises(ToolFailure, match="leaves the workspace"):
+            sb.read_file(bad)
+    with pytest.raises(ToolFailure, match="no such file"):
+        sb.read_file("missing.js")
+
+
+def test_jest_reports_pass_fail_and_location(sb):
+    r = tools.call(sb, "jest_run", {})
+    assert r.status == "failed"
+    assert (r.data["num_passed"], r.data["num_failed"], r.data["num_total"], r.data["num_test_files"]) == (2, 1, 3, 2)
+    [f] = r.data["failed_tests"]
+    assert f["name"] == "shouts" and f["file"] == "tests/str.test.js"
+    assert f["location"] == {"file": "tests/str.test.js", "line": 2, "column": 44}
+    assert "toBe" in f["message"]
+
+
+def test_edit_is_picked_up_by_warm_jest(sb):
+    assert tools.call(sb, "jest_run", {"test_file": "tests/str.test.js"}).status == "failed"
+    e = tools.call(sb, "file_edit", {"file": "src/str.js", "old": "toLowerCase", "new": "toUpperCase"})
+    assert e.ok and e.data["line"] == 2
+    r = tools.call(sb, "jest_run", {"test_file": "tests/str.test.js"})
+    assert (r.status, r.data["num_passed"], r.data["num_test_files"]) == ("passed", 1, 1)
+    diff = tools.call(sb, "git_diff", {}).data["output"]
+    assert "-  return s.toLowerCase() + '!';" in diff and "+  return s.toUpperCase() + '!';" in diff
+    assert tools.call(sb, "git_status", {}).data["output"].strip() == "M src/str.js"
+
+
+def test_name_pattern_narrows_the_run(sb):
+    r = tools.call(sb, "jest_run", {"name_pattern": "negatives"})
+    assert (r.status, r.data["num_passed"]) == ("passed", 1)
+
+
+def test_close_is_idempotent(project, image):
+    for kind in sandbox.names():
+        s = sandbox.start(kind, project, **({"image": image} if kind == "docker" else {}))
+        s.close()
+        s.close()
+        assert tools.call(s, "file_read", {"file": "package.json"}).status == "infra_error"
