@@ -32,6 +32,12 @@ def write_project(root: Path, files: dict[str, str], jest_config: dict | None = 
 
 
 @pytest.fixture
+def make_project():
+    """The project writer, for tests that need their own files: make_project(root, files)."""
+    return write_project
+
+
+@pytest.fixture
 def project(tmp_path: Path) -> Path:
     """Two test files: tests/sum.test.js passes (2 tests), tests/str.test.js fails (1 test)."""
     return write_project(tmp_path / "proj", {"src/sum.js": SUM_JS, "tests/sum.test.js": SUM_TEST,

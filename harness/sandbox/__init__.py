@@ -107,5 +107,4 @@ def start(kind: str, workspace: Path | str, *, limits: Limits | None = None, **k
 
 
 def _load_builtins() -> None:
-    if "docker" not in _REGISTRY:
-        from harness.sandbox import _docker, _local  # noqa: F401  (they register themselves)
+    from harness.sandbox import _docker, _local  # noqa: F401  (they register themselves; cached after once)

@@ -13,6 +13,10 @@ const JEST = process.env.ETAI_JEST || path.join(__dirname, 'node_modules', 'jest
 const { runCLI } = require(JEST);
 const send = process.send.bind(process);
 
+function drained(stream) {
+  return stream.writableLength > 0 ? new Promise((ok) => stream.once('drain', ok)) : Promise.resolve();
+}
+
 function slim(results) {
   return {
     success: results.success,
@@ -39,6 +43,9 @@ async function run(nonce, testFiles, namePattern) {
   const argv = {
     _: [], $0: 'jest', ci: true, watchman: false, silent: true, runInBand: true, cache: true,
     cacheDirectory: path.join(process.env.TMPDIR || '/tmp', 'jest-cache'), color: false,
+    // No reporters: the answer is the JSON we send. Jest's default reporter would also buffer what
+    // tests write to stdout in memory, beyond the runner's output cap (a flood killed the host).
+    reporters: [],
     // The workspace's own config decides testMatch etc.; these only narrow what runs.
   };
   if (testFiles && testFiles.length) {
@@ -47,6 +54,10 @@ async function run(nonce, testFiles, namePattern) {
   }
   if (namePattern) argv.testNamePattern = namePattern;
   const { results } = await runCLI(argv, [WS]);
+  // Let what tests wrote reach the runner before the answer does, so its output cap can act:
+  // writes to a pipe queue up in this process, and a flood would otherwise outrun the answer.
+  await drained(process.stdout);
+  await drained(process.stderr);
   send({ nonce, report: slim(results) });
 }
 

@@ -117,6 +117,7 @@ function startHost() {
   const onOut = (chunk) => {
     h.outN += chunk.length;
     h.tail.push(chunk); if (h.tail.length > 8) h.tail.shift();
+    if (!h.heapOom && /heap out of memory|Allocation failed/.test(chunk.toString('latin1'))) h.heapOom = true;
     if (h.pending && h.outN > h.cap) { h.reason = h.reason || 'output_limit'; killHost(h); }
   };
   proc.stdout.on('data', onOut);
@@ -138,6 +139,21 @@ function startHost() {
   return h;
 }
 
+// Processes in a process group other than its leader (what a test left running: a background
+// child, a fork bomb). Read from /proc because the image has no procps.
+function strays(pgid) {
+  let n = 0;
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d) || Number(d) === pgid) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(f[2]) === pgid && f[0] !== 'Z') n++;
+    } catch (e) { /* exited meanwhile */ }
+  }
+  return n;
+}
+
 function killHost(h) { try { process.kill(-h.proc.pid, 'SIGKILL'); } catch (e) { /* gone */ } }
 
 // Send one message to the warm Jest host and wait for the answer carrying its nonce.
@@ -147,17 +163,19 @@ function hostCall(msg, timeoutMs, outputCap) {
   const nonce = crypto.randomBytes(16).toString('hex');
   const oomBefore = oomKills();
   const t0 = Date.now();
-  h.outN = 0; h.tail = []; h.reason = null; h.cap = outputCap || (1 << 20);
+  h.outN = 0; h.tail = []; h.reason = null; h.heapOom = false; h.cap = outputCap || (1 << 20);
   return new Promise((resolve) => {
     const timer = setTimeout(() => { h.reason = 'timeout'; killHost(h); }, timeoutMs || 30000);
     h.pending = { nonce, resolve, timer };
     h.proc.send(Object.assign({ nonce }, msg));
   }).then((r) => {
     const duration_ms = Date.now() - t0;
+    // Nothing a test started outlives the run: if it left processes behind, recycle the host.
+    if (host === h && strays(h.proc.pid) > 0) { killHost(h); host = null; }
     if (r.ok) return { ok: true, answer: r.result, duration_ms, output_bytes: h.outN };
     let reason = r.reason;
     if (!reason && oomKills() > oomBefore) reason = 'memory_limit';
-    if (!reason && /heap out of memory|Allocation failed/i.test(r.tail || '')) reason = 'memory_limit';
+    if (!reason && h.heapOom) reason = 'memory_limit'; // V8's own heap limit (set below the cgroup's)
     return { ok: false, reason: reason || 'no_result_record', exit_code: r.code, signal: r.signal,
       output_tail: r.tail, duration_ms, output_bytes: h.outN };
   });
@@ -200,7 +218,9 @@ function search(pattern, dir, max, flags) {
   try { re = new RegExp(pattern, flags || ''); } catch (e) { throw new ToolError(`invalid regular expression: ${e.message}`); }
   const matches = [];
   let truncated = false;
-  for (const f of listFiles(dir, 10000).files) {
+  const scan = listFiles(dir, 50000);
+  if (scan.truncated) truncated = true;
+  for (const f of scan.files) {
     let text;
     try {
       const st = fs.statSync(path.join(WS, f));
