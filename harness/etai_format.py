@@ -41,7 +41,17 @@ STEP, TOOL, ARGS, RESULT = "<STEP>", "<TOOL>", "<ARGS>", "<RESULT>"
 OUTPUT, TRACE_START, TRACE_END = "<OUTPUT>", "<TRACE_START>", "<TRACE_END>"
 
 SPECIAL_TOKENS: tuple[str, ...] = (
-    INST, CONTEXT, FILE, CURSOR, STEP, TOOL, ARGS, RESULT, OUTPUT, TRACE_START, TRACE_END,
+    INST,
+    CONTEXT,
+    FILE,
+    CURSOR,
+    STEP,
+    TOOL,
+    ARGS,
+    RESULT,
+    OUTPUT,
+    TRACE_START,
+    TRACE_END,
 )
 ACTION_END = RESULT  # the model stops here; the environment writes the result after it
 FINAL_END = TRACE_END
@@ -51,7 +61,12 @@ STOP_MARKERS: tuple[str, ...] = (ACTION_END, FINAL_END)
 # instruction and context are read, the tool at each <TOOL> (just before the name is emitted),
 # the step's success at each <RESULT> (action emitted, result not yet seen), the cursor when the
 # agent commits to its answer.
-HEAD_MARKERS: dict[str, str] = {"intent": TRACE_START, "tool": TOOL, "reward": RESULT, "cursor": OUTPUT}
+HEAD_MARKERS: dict[str, str] = {
+    "intent": TRACE_START,
+    "tool": TOOL,
+    "reward": RESULT,
+    "cursor": OUTPUT,
+}
 
 DEFAULT_MAX_RESULT_CHARS = 2000
 DEFAULT_MAX_OUTPUT_CHARS = 32_000
@@ -144,7 +159,9 @@ def render_context(session: Mapping[str, Any]) -> str:
     lines.append(context)
     cursor = _get(ide, "cursor_position")
     if isinstance(cursor, Mapping):
-        where = f"{_get(cursor, 'file', '')}:{_get(cursor, 'line', '')}:{_get(cursor, 'column', '')}"
+        where = (
+            f"{_get(cursor, 'file', '')}:{_get(cursor, 'line', '')}:{_get(cursor, 'column', '')}"
+        )
         lines.append(f"{CURSOR}{defuse(where)}")
     if _get(ide, "git_status") is not None:
         lines.append(f"git_status: {defuse(str(_get(ide, 'git_status')))}")
@@ -155,13 +172,17 @@ def render_context(session: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_step(observation: Mapping[str, Any], max_result_chars: int = DEFAULT_MAX_RESULT_CHARS) -> str:
+def render_step(
+    observation: Mapping[str, Any], max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
+) -> str:
     """One earlier step: the action as the model emitted it, then its result and a newline.
 
     ``observation`` has the shape of an ``execution_trace`` entry: tool_called, tool_args,
     execution_result.
     """
-    action = render_action(_get(observation, "tool_called", ""), _as_args(_get(observation, "tool_args")))
+    action = render_action(
+        _get(observation, "tool_called", ""), _as_args(_get(observation, "tool_args"))
+    )
     return action + render_result(_get(observation, "execution_result"), max_result_chars) + "\n"
 
 
@@ -222,16 +243,16 @@ def parse_action(
         return _invalid(f"output too long: {len(text)} chars > {max_chars}", text)
     body = text.lstrip()
     if body.startswith(OUTPUT):
-        answer = body[len(OUTPUT):].split(FINAL_END, 1)[0]
+        answer = body[len(OUTPUT) :].split(FINAL_END, 1)[0]
         return FinalAnswer(text=answer.strip())
     if not body.startswith(STEP):
         if not body:
             return _invalid("no action: empty output", text)
         return _invalid(f"no action: output must start with {STEP} or {OUTPUT}", text)
-    body = body[len(STEP):].split(ACTION_END, 1)[0].lstrip()
+    body = body[len(STEP) :].split(ACTION_END, 1)[0].lstrip()
     if not body.startswith(TOOL):
         return _invalid(f"missing {TOOL} after {STEP}", text)
-    name, sep, raw_args = body[len(TOOL):].partition(ARGS)
+    name, sep, raw_args = body[len(TOOL) :].partition(ARGS)
     name = name.strip()
     known = tuple(tools) if tools is not None else tool_names()
     if not name:
@@ -245,5 +266,7 @@ def parse_action(
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         return _invalid(f"malformed JSON args for tool {name!r}: {exc}", text)
     if not isinstance(args, dict):
-        return _invalid(f"args for tool {name!r} must be a JSON object, got {type(args).__name__}", text)
+        return _invalid(
+            f"args for tool {name!r} must be a JSON object, got {type(args).__name__}", text
+        )
     return Action(tool=name, args=args)

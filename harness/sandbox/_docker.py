@@ -24,6 +24,7 @@ from harness.sandbox._runner import RunnerSandbox, workspace_files
 
 LABEL = "etai"
 UID = "10001:10001"
+_LIVE: set[str] = set()  # containers this process created and has not removed yet
 _client = None
 _client_lock = threading.Lock()
 
@@ -64,7 +65,9 @@ def create_container(image: str, limits: Limits, *, run_id: str | None = None, n
     except docker.errors.ImageNotFound as e:
         raise InfraError(f"sandbox image {image} is missing; run `etai image build`") from e
     except docker.errors.APIError as e:
+        kill_and_remove(name)  # a container that was created but failed to start
         raise InfraError(f"docker could not start a sandbox: {e.explanation or e}") from e
+    _LIVE.add(name)  # removed at exit even if the caller is interrupted before its finally
     return c, name
 
 
@@ -78,6 +81,7 @@ def kill_and_remove(name: str) -> None:
     except docker.errors.APIError as e:
         if "already in progress" not in str(e):
             raise InfraError(f"could not remove container {name}: {e}") from e
+    _LIVE.discard(name)
 
 
 class DockerSandbox(RunnerSandbox):
@@ -86,7 +90,6 @@ class DockerSandbox(RunnerSandbox):
     def __init__(self, image: str, limits: Limits, *, run_id: str | None = None):
         self.image = image
         self.container, self.name = create_container(image, limits, run_id=run_id)
-        _LIVE.add(self.name)
         # A long-lived `docker exec -i` is the runner's pipe. The SDK's attach socket would need
         # hand demultiplexing of Docker's stream frames; the CLI does exactly that, over the same API.
         try:
@@ -101,13 +104,7 @@ class DockerSandbox(RunnerSandbox):
             raise
 
     def _kill(self) -> None:
-        try:
-            kill_and_remove(self.name)
-        finally:
-            _LIVE.discard(self.name)
-
-
-_LIVE: set[str] = set()
+        kill_and_remove(self.name)
 
 
 @atexit.register
