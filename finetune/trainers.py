@@ -1,0 +1,344 @@
+"""Trainers by name: a config in, a ready Composer ``Trainer`` out (``build()``).
+
+``sft`` trains the agent model on whole sessions (LM + heads, composite loss by default);
+``dpo`` trains on (chosen, rejected) action pairs against a frozen reference. Outside trainers
+plug in as ``trainer: {type: "module:Class"}``; subclassing SFTTrainer and overriding one step
+(``records``, ``collate``, ``algorithms``, ...) is the intended way.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import logging
+from typing import Any
+
+from finetune.config import Config
+from finetune.errors import ConfigError
+from finetune.registry import Registry
+from harness import etai_format as fmt
+
+log = logging.getLogger(__name__)
+TRAINERS: Registry[type] = Registry("trainer", "trainer.type")
+
+
+@TRAINERS.register("sft")
+class SFTTrainer:
+    default_loss = "composite"
+    paired = False
+
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.run_name = cfg.get("run_name", str, "etai")
+        self.seed = cfg.get("seed", int, 17)
+        self.max_seq_len = cfg.get("data.max_seq_len", int, 2048)
+        self.max_result_chars = cfg.get("data.max_result_chars", int, fmt.DEFAULT_MAX_RESULT_CHARS)
+        self.batch_size = cfg.get("train.batch_size", int, 8)
+        save_folder = cfg.get("train.save_folder", str, None)
+        self.save_folder = (
+            cfg.path_of("train.save_folder", must_exist=False) if save_folder else None
+        )
+        self.truncation = None  # a TruncationReport once records() ran
+
+    # --- steps, in build order --------------------------------------------------------------
+    def sessions(self) -> list[dict[str, Any]]:
+        from finetune.examples import load_sessions
+
+        return load_sessions(self.cfg.path_of("data.sessions"))
+
+    def tokenizer(self, sessions: list[dict[str, Any]]) -> Any:
+        """model path / tokenizer.path, or a tiny BPE trained on the sessions (saved with the run
+        so a resumed run gets the same ids)."""
+        from composer.utils import dist
+
+        from finetune.tokenizer import add_etai_tokens, load_tokenizer, train_tiny_tokenizer
+
+        path = self.cfg.get("tokenizer.path", str, None) or self.cfg.get(
+            "model.pretrained", str, None
+        )
+        if path:
+            tokenizer = load_tokenizer(path)
+        else:
+            saved = self.save_folder / "tokenizer" if self.save_folder else None
+            with dist.run_local_rank_zero_first():
+                if saved and (saved / "tokenizer.json").exists():
+                    tokenizer = load_tokenizer(saved)
+                else:
+                    texts = [
+                        fmt.render_training_example(s, self.max_result_chars)[0] for s in sessions
+                    ]
+                    tokenizer = train_tiny_tokenizer(
+                        texts, self.cfg.get("tokenizer.train_vocab_size", int, 512)
+                    )
+                    if saved and dist.get_local_rank() == 0:
+                        tokenizer.save_pretrained(str(saved))
+        add_etai_tokens(tokenizer)
+        return tokenizer
+
+    def records(self, sessions: list[dict[str, Any]], tokenizer: Any) -> list[Any]:
+        from finetune.examples import build_example, truncation_report
+
+        examples = [
+            build_example(s, tokenizer, self.max_seq_len, self.max_result_chars) for s in sessions
+        ]
+        self.truncation = truncation_report(examples)
+        return examples
+
+    def collate(self, tokenizer: Any) -> Any:
+        from finetune.data import collate_examples
+
+        return functools.partial(collate_examples, pad_id=tokenizer.pad_token_id)
+
+    def dataloader(self, examples: list[Any], tokenizer: Any) -> Any:
+        from composer.utils import dist
+
+        from finetune.data import RecordDataset, make_dataloader, read_mds, to_record, write_mds
+
+        kind = self.cfg.get("data.format", str, "memory")
+        if kind == "memory":
+            dataset = RecordDataset([to_record(e) for e in examples])
+        elif kind == "mds":
+            out = self.cfg.path_of("data.mds_dir", must_exist=False)
+            with dist.run_local_rank_zero_first():
+                if dist.get_local_rank() == 0:
+                    write_mds(examples, out)
+            dataset = read_mds(
+                out,
+                self.batch_size,
+                shuffle=self.cfg.get("data.shuffle", bool, True),
+                seed=self.seed,
+            )
+        else:
+            raise ConfigError("data.format", f"unknown format {kind!r}; known: memory, mds")
+        return make_dataloader(
+            dataset,
+            self.batch_size,
+            self.collate(tokenizer),
+            shuffle=self.cfg.get("data.shuffle", bool, True),
+            seed=self.seed,
+            num_workers=self.cfg.get("data.num_workers", int, 0),
+        )
+
+    def loss(self) -> Any:
+        from finetune.losses import build_loss
+
+        loss = build_loss(self.cfg.section("loss"), self.default_loss)
+        if getattr(loss, "paired", False) != self.paired:
+            need = "dpo" if getattr(loss, "paired", False) else "sft"
+            raise ConfigError("loss.name", f"loss {type(loss).__name__} needs trainer.type: {need}")
+        return loss
+
+    def algorithms(self, loss: Any, reference: Any) -> list[Any]:
+        from composer.algorithms import GradientClipping
+
+        from finetune.algorithms import (
+            LossWeightSchedule,
+            ReferenceForward,
+            SequenceLengthWarmup,
+            ToolFailureMask,
+        )
+
+        cfg, algos = self.cfg, []
+        schedule = cfg.get(
+            "algorithms.loss_weight_schedule", (dict, bool), hasattr(loss, "set_weights")
+        )
+        if schedule:
+            if not hasattr(loss, "set_weights"):
+                raise ConfigError(
+                    "algorithms.loss_weight_schedule",
+                    f"{type(loss).__name__} has no weights to schedule",
+                )
+            algos.append(
+                _construct(LossWeightSchedule, schedule, "algorithms.loss_weight_schedule")
+            )
+        mask = cfg.get("algorithms.tool_failure_mask", (dict, bool), not self.paired)
+        if mask:
+            algos.append(_construct(ToolFailureMask, mask, "algorithms.tool_failure_mask"))
+        warmup = cfg.get("algorithms.seq_length_warmup", (dict, bool), False)
+        if warmup:
+            algos.append(
+                _construct(
+                    SequenceLengthWarmup,
+                    warmup,
+                    "algorithms.seq_length_warmup",
+                    max_seq_len=self.max_seq_len,
+                )
+            )
+        clip = cfg.get("algorithms.gradient_clipping", (float, bool), False)
+        if clip:
+            algos.append(GradientClipping(clipping_type="norm", clipping_threshold=float(clip)))
+        if reference is not None:
+            cache = cfg.get("algorithms.reference.cache", bool, False)
+            algos.append(ReferenceForward(reference, loss, cache=cache))
+        return algos
+
+    def optimizer(self, model: Any) -> Any:
+        from composer.optim import DecoupledAdamW
+
+        lr = self.cfg.get("optimizer.lr", float, 1e-4)
+        heads = {k[: -len("_lr")]: float(v) for k, v in self.cfg.section("heads").items()}
+        name = self.cfg.get("optimizer.name", str, "decoupled_adamw")
+        if name != "decoupled_adamw":
+            raise ConfigError(
+                "optimizer.name", f"unknown optimizer {name!r}; known: decoupled_adamw"
+            )
+        betas = tuple(self.cfg.get("optimizer.betas", list, [0.9, 0.95]))
+        return DecoupledAdamW(
+            model.param_groups(lr, heads),
+            lr=lr,
+            betas=betas,
+            eps=self.cfg.get("optimizer.eps", float, 1e-8),
+            weight_decay=self.cfg.get("optimizer.weight_decay", float, 0.0),
+        )
+
+    def scheduler(self) -> Any:
+        from composer.optim import (
+            ConstantScheduler,
+            CosineAnnealingWithWarmupScheduler,
+            LinearWithWarmupScheduler,
+        )
+
+        name = self.cfg.get("scheduler.name", str, "constant")
+        warmup = self.cfg.get("scheduler.t_warmup", str, "0ba")
+        alpha_f = self.cfg.get("scheduler.alpha_f", float, 0.0)
+        if name == "constant":
+            return ConstantScheduler()
+        if name == "cosine_with_warmup":
+            return CosineAnnealingWithWarmupScheduler(t_warmup=warmup, alpha_f=alpha_f)
+        if name == "linear_with_warmup":
+            return LinearWithWarmupScheduler(t_warmup=warmup, alpha_f=alpha_f)
+        raise ConfigError(
+            "scheduler.name",
+            f"unknown scheduler {name!r}; known: constant, cosine_with_warmup, linear_with_warmup",
+        )
+
+    # --- assembly ---------------------------------------------------------------------------
+    def build(self) -> Any:
+        from composer import Trainer
+        from composer.loggers import FileLogger, InMemoryLogger
+        from composer.utils import dist, reproducibility
+
+        from finetune.lm import apply_lora, build_lm
+        from finetune.model import AgentModel
+
+        cfg = self.cfg
+        device = cfg.get("train.device", str, "cpu")
+        if dist.get_world_size() > 1:
+            dist.initialize_dist(
+                device
+            )  # the rank-0-first sections below need it; the Trainer reuses it
+        reproducibility.seed_all(self.seed)
+        loss = self.loss()  # first: a bad loss name fails before any data work
+        sessions = self.sessions()
+        tokenizer = self.tokenizer(sessions)
+        examples = self.records(sessions, tokenizer)
+        if self.truncation and self.truncation.truncated_examples:
+            log.warning("data.max_seq_len=%d: %s", self.max_seq_len, self.truncation)
+        dataloader = self.dataloader(examples, tokenizer)
+        lm = build_lm(cfg, tokenizer, self.max_seq_len)
+        reference = None
+        if getattr(loss, "needs_reference", False):
+            _disable_dropout(lm)  # as TRL does: policy and reference must agree at step 0
+            reference = copy.deepcopy(lm)
+        lm = apply_lora(lm, cfg.get("model.lora", dict, None))
+        model = AgentModel(lm, tokenizer, loss)
+        loggers = [InMemoryLogger()]
+        log_file = cfg.get("train.log_file", str, None)
+        if log_file:
+            loggers.append(FileLogger(filename=log_file, flush_interval=1))
+        fsdp = cfg.get("train.fsdp", dict, None)
+        save_kwargs = {}
+        if self.save_folder:
+            save_kwargs = {
+                "save_folder": str(self.save_folder),
+                "save_overwrite": True,
+                "save_interval": cfg.get("train.save_interval", str, "1ep"),
+                "save_num_checkpoints_to_keep": cfg.get(
+                    "train.save_num_checkpoints_to_keep", int, -1
+                ),
+                "autoresume": cfg.get("train.autoresume", bool, False),
+            }
+        elif cfg.get("train.autoresume", bool, False):
+            raise ConfigError("train.autoresume", "needs train.save_folder")
+        trainer = Trainer(
+            model=model,
+            train_dataloader=dataloader,
+            run_name=self.run_name,
+            seed=self.seed,
+            max_duration=cfg.get("train.max_duration", str, "1ep"),
+            optimizers=self.optimizer(model),
+            schedulers=self.scheduler(),
+            algorithms=self.algorithms(loss, reference),
+            loggers=loggers,
+            device=device,
+            precision=cfg.get("train.precision", str, "fp32"),
+            device_train_microbatch_size=cfg.get("train.microbatch_size", (int, str), None),
+            parallelism_config={"fsdp": fsdp} if fsdp else None,
+            progress_bar=cfg.get("train.progress_bar", bool, False),
+            log_to_console=cfg.get("train.progress_bar", bool, False) is False,
+            console_log_interval=cfg.get("train.console_log_interval", str, "1ep"),
+            **save_kwargs,
+        )
+        if self.truncation:
+            trainer.logger.log_hyperparameters(
+                {
+                    "data/truncated_examples": self.truncation.truncated_examples,
+                    "data/tokens_cut": self.truncation.tokens_cut,
+                }
+            )
+        return trainer
+
+
+@TRAINERS.register("dpo")
+class DPOTrainer(SFTTrainer):
+    """DPO on preference pairs: ``data.pairs`` is a JSONL of {session_id, step, chosen, rejected}
+    records, or ``synthetic`` to derive pairs from the sessions (see examples.synthetic_pairs)."""
+
+    default_loss = "dpo"
+    paired = True
+
+    def records(self, sessions: list[dict[str, Any]], tokenizer: Any) -> list[Any]:
+        import json
+
+        from finetune.examples import build_pair, synthetic_pairs, truncation_report
+
+        source = self.cfg.get("data.pairs", str, "synthetic")
+        if source == "synthetic":
+            pairs = synthetic_pairs(sessions, self.seed)
+        else:
+            lines = self.cfg.path_of("data.pairs").read_text().splitlines()
+            pairs = [json.loads(line) for line in lines if line.strip()]
+        by_id = {s["session_id"]: s for s in sessions}
+        examples = [
+            build_pair(p, by_id, tokenizer, self.max_seq_len, self.max_result_chars) for p in pairs
+        ]
+        self.truncation = truncation_report(examples)
+        return examples
+
+    def collate(self, tokenizer: Any) -> Any:
+        from finetune.data import collate_pairs
+
+        return functools.partial(collate_pairs, pad_id=tokenizer.pad_token_id)
+
+
+def _disable_dropout(module: Any) -> None:
+    import torch
+
+    for sub in module.modules():
+        if isinstance(sub, torch.nn.Dropout):
+            sub.p = 0.0
+
+
+def _construct(cls: type, value: Any, key: str, **defaults: Any) -> Any:
+    """``key: true`` or ``key: {kwargs}`` -> ``cls(**kwargs)``; bad kwargs name the key."""
+    try:
+        return cls(**{**defaults, **({} if value is True else dict(value))})
+    except TypeError as exc:
+        raise ConfigError(key, str(exc)) from None
+
+
+def build_trainer(cfg: Config) -> Any:
+    cls = TRAINERS.resolve(cfg.get("trainer.type", str, "sft"))
+    if not callable(getattr(cls, "build", None)):
+        raise ConfigError("trainer.type", f"{cls!r} has no build() returning a Composer Trainer")
+    return cls(cfg).build()
