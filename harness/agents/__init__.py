@@ -1,0 +1,106 @@
+"""The Agent protocol and its registry, selected by spec strings (``oracle``, ``noop``, ``replay:FILE``,
+and model backends registered the same way).
+
+An agent sees a TaskView (the instruction, the IDE context, the tool schemas, its budget) and its
+own observations — never the human's trace; only the oracle, built with the suite, reads it.
+Decisions are the types of the shared ETAI text format (``harness.etai_format``): an Action, a
+FinalAnswer, or an InvalidAction (which the loop records and counts as a step).
+
+Episodes are driven from the runner's worker threads, one per session in flight; a model backend
+that wants batched generation collects concurrent ``act`` calls itself, so the loop never changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, Sequence
+
+from harness.errors import InputError
+from harness.etai_format import Action, FinalAnswer, InvalidAction
+from harness.sessions import Cursor, Session, Suite
+
+Decision = Action | FinalAnswer | InvalidAction
+Observation = dict[str, Any]  # {"step", "tool_called", "tool_args", "execution_result"}
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """What an agent may know about a session."""
+
+    session_id: str
+    user_instruction: str
+    ide_context: dict[str, Any]
+    tools: list[dict[str, Any]]  # function schemas of the tool registry
+    max_steps: int
+    k: int
+
+    def record(self) -> dict[str, Any]:
+        """The session fields the ETAI text format renders (no trace, no answer)."""
+        return {"session_id": self.session_id, "user_instruction": self.user_instruction,
+                "ide_context": self.ide_context}
+
+    @classmethod
+    def of(cls, session: Session, *, max_steps: int, k: int) -> "TaskView":
+        from harness import tools
+
+        return cls(session.session_id, session.user_instruction, session.raw.get("ide_context", {}),
+                   tools.schemas(), max_steps, k)
+
+
+class Episode(Protocol):
+    """One rollout of an agent on one session. ``cursor`` (optional) is its edit-location prediction."""
+
+    def act(self, observations: Sequence[Observation]) -> Decision: ...
+
+
+class Agent(Protocol):
+    spec: str
+    fingerprint: str  # what identifies the model's weights ("" for rule-based agents); in every cache key
+
+    def start(self, task: TaskView, sample: int) -> Episode: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    suite: Suite
+    options: dict[str, Any] = field(default_factory=dict)  # generation options from the CLI
+
+
+Factory = Callable[[str | None, AgentContext], Agent]
+_REGISTRY: dict[str, tuple[Factory, str]] = {}
+
+
+def register(prefix: str, factory: Factory, description: str) -> None:
+    _REGISTRY[prefix] = (factory, description)
+
+
+def known() -> dict[str, str]:
+    _load()
+    return {k: d for k, (_, d) in sorted(_REGISTRY.items())}
+
+
+def from_spec(spec: str, ctx: AgentContext) -> Agent:
+    """Build the agent a spec names: ``NAME`` or ``NAME:ARG`` (e.g. ``replay:runs/x.jsonl``)."""
+    _load()
+    name, sep, arg = spec.partition(":")
+    if name not in _REGISTRY:
+        raise InputError(f"unknown agent {spec!r}; known: {', '.join(sorted(_REGISTRY))}", where="--agent")
+    return _REGISTRY[name][0](arg if sep else None, ctx)
+
+
+def cursor_of(episode: Episode) -> Cursor | None:
+    c = getattr(episode, "cursor", None)
+    return c if isinstance(c, Cursor) else None
+
+
+def _load() -> None:
+    from harness.agents import _builtin  # noqa: F401  (registers oracle, noop, replay)
+
+    for mod in ("harness.agents.hf", "harness.agents.openai"):
+        try:
+            __import__(mod)
+        except ImportError as e:
+            if not (e.name and mod.startswith(e.name)):
+                raise

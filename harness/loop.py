@@ -1,0 +1,181 @@
+"""The replay loop: one agent, one session, one sandbox; then verification. Returns one result row.
+
+The agent acts for at most ``max_steps`` tool calls; malformed or unknown actions are recorded
+as ``invalid_action`` steps and count toward the budget. Green is checked after every step that
+changes files (file_edit, file_write), so one rollout yields both the first step at which the
+workspace was green (Path Accuracy@k for every k) and whether it is green at the end (pass@1).
+Nothing the agent or its code does escapes as an exception: failures become the row's status.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from harness import tools
+from harness.agents import Agent, TaskView, cursor_of
+from harness.errors import EtaiError, InfraError
+from harness.etai_format import Action, FinalAnswer, InvalidAction
+from harness.sandbox import Sandbox, Status, ToolFailure
+from harness.sessions import Cursor, Session
+from harness.verify import Verdict, take_baseline, verify
+
+MUTATING = ("file_edit", "file_write")
+SandboxFactory = Callable[[Session], Sandbox]
+
+
+def _target_file(args: dict[str, Any]) -> str | None:
+    for key in ("file", "test_file", "path"):
+        if isinstance(args.get(key), str):
+            return args[key]
+    return None
+
+
+def _position(text: str, index: int) -> tuple[int, int]:
+    before = text[:index]
+    return before.count("\n") + 1, index - (before.rfind("\n") + 1) + 1
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def edit_cursor(sb: Sandbox, action: Action) -> Cursor | None:
+    """Where an edit starts: the first character the edit changes (the suites' cursor_target rule)."""
+    args = action.args
+    path = args.get("file")
+    if not isinstance(path, str):
+        return None
+    try:
+        old_text = sb.read_file(path).decode("utf-8", "replace")
+    except ToolFailure:
+        old_text = ""
+    if action.tool == "file_edit":
+        old, new = args.get("old"), args.get("new")
+        if not isinstance(old, str) or not isinstance(new, str) or old not in old_text:
+            return None
+        index = old_text.index(old) + _common_prefix(old, new)
+    else:
+        new = args.get("content")
+        if not isinstance(new, str):
+            return None
+        index = _common_prefix(old_text, new)
+    line, col = _position(old_text if index <= len(old_text) else new, index)
+    return Cursor(path, line, col, "before")
+
+
+def run_episode(session: Session, agent: Agent, sample: int, *, start_sandbox: SandboxFactory,
+                k: int, max_steps: int) -> dict[str, Any]:
+    """Play one rollout and return its result row (without run bookkeeping such as the cache key)."""
+    t0 = time.monotonic()
+    row: dict[str, Any] = {
+        "session_id": session.session_id, "agent": agent.spec, "sample": sample, "intent": session.intent,
+        "k": k, "max_steps": max_steps, "steps": [], "actions": [], "agent_path": [],
+        "human_path": [[s.tool_called, _target_file(s.tool_args)] for s in session.execution_trace],
+        "cursor_target": vars(session.cursor_target), "viewport": vars(session.ide_context.viewport),
+        "steps_to_green": None, "green": False, "n_invalid": 0, "final_output": None, "cursor": None,
+        "cursor_source": None, "reason": None,
+    }
+    sb = None
+    try:
+        sb = start_sandbox(session)
+        row["image"] = sb.image
+        base = take_baseline(sb, sb.test_files)
+        episode = agent.start(TaskView.of(session, max_steps=max_steps, k=k), sample)
+        observations: list[dict[str, Any]] = []
+        first_edit: Cursor | None = None
+        verdict: Verdict | None = None
+        for i in range(1, max_steps + 1):
+            decision = episode.act(observations)
+            if isinstance(decision, FinalAnswer):
+                row["final_output"] = decision.text
+                break
+            t_step = time.monotonic()
+            if isinstance(decision, Action):
+                problem = tools.validate(decision.tool, decision.args)
+                decision = InvalidAction(problem, "") if problem else decision
+            if isinstance(decision, InvalidAction):
+                row["n_invalid"] += 1
+                result = {"status": "invalid_action", "error": decision.reason}
+                row["steps"].append({"step": i, "tool": None, "status": "invalid_action", "latency_s": 0.0,
+                                     "error": decision.reason})
+                row["actions"].append({"invalid": decision.reason, "raw": decision.raw})
+                observations.append({"step": i, "tool_called": "invalid_action", "tool_args": {},
+                                     "execution_result": result})
+                continue
+            if decision.tool in MUTATING and first_edit is None:
+                first_edit = edit_cursor(sb, decision)
+            r = tools.call(sb, decision.tool, decision.args)
+            if r.status == "infra_error":
+                raise InfraError(r.error or "sandbox unavailable")
+            row["steps"].append({"step": i, "tool": decision.tool, "status": r.status,
+                                 "latency_s": round(r.duration_s, 4), "error": r.error})
+            row["actions"].append({"tool": decision.tool, "args": decision.args})
+            row["agent_path"].append([decision.tool, _target_file(decision.args)])
+            observations.append({"step": i, "tool_called": decision.tool, "tool_args": decision.args,
+                                 "execution_result": r.to_dict()})
+            if decision.tool in MUTATING and r.ok:
+                verdict = verify(sb, base, list(session.verify_files))
+                if verdict.green and row["steps_to_green"] is None:
+                    row["steps_to_green"] = i
+        row["steps_used"] = len(row["steps"])
+        # Green at the end: reuse the last verdict if nothing changed since, else verify now.
+        last_mutation = max((s["step"] for s in row["steps"] if s["tool"] in MUTATING), default=0)
+        last_step = row["steps"][-1]["step"] if row["steps"] else 0
+        if verdict is None or last_mutation != last_step:
+            verdict = verify(sb, base, list(session.verify_files))
+        row["green"] = verdict.green
+        row["verification"] = verdict.to_dict()
+        predicted = cursor_of(episode)
+        if predicted is not None:
+            row["cursor"], row["cursor_source"] = vars(predicted), "agent"
+        elif first_edit is not None:
+            row["cursor"], row["cursor_source"] = vars(first_edit), "first_edit"
+        row["status"] = _status(row, verdict)
+        if not verdict.green:
+            row["reason"] = verdict.reason
+    except InfraError as e:
+        row.update(status="infra_error", reason=str(e))
+    except EtaiError as e:
+        row.update(status="infra_error", reason=f"{type(e).__name__}: {e}")
+    except Exception as e:  # an agent bug must not end the run; the row says what happened
+        row.update(status="infra_error", reason=f"agent or harness error: {type(e).__name__}: {e}")
+    finally:
+        if sb is not None:
+            sb.close()
+        row.setdefault("steps_used", len(row["steps"]))
+        row["duration_s"] = round(time.monotonic() - t0, 3)
+    return row
+
+
+def _status(row: dict[str, Any], verdict: Verdict) -> str:
+    if verdict.green:
+        return "passed"
+    if verdict.status in (Status.TIMEOUT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT):
+        return verdict.status.value
+    if row["steps"] and row["n_invalid"] == len(row["steps"]):
+        return "invalid_action"
+    return "failed"
+
+
+def preflight(session: Session, oracle: Agent, *, start_sandbox: SandboxFactory) -> dict[str, Any]:
+    """Replay the reference: ok only if it reaches green within its own steps from a non-green start."""
+    sb = start_sandbox(session)
+    try:
+        base = take_baseline(sb, sb.test_files)
+        if verify(sb, base, list(session.verify_files)).green:
+            return {"ok": False, "reason": "workspace is green before any action"}
+    finally:
+        sb.close()
+    row = run_episode(session, oracle, 0, start_sandbox=start_sandbox, k=len(session.execution_trace),
+                      max_steps=len(session.execution_trace))
+    if row["status"] == "infra_error":
+        raise InfraError(f"preflight of {session.session_id}: {row['reason']}")
+    if not row["green"]:
+        return {"ok": False, "reason": f"reference does not reach green: {row['reason']}"}
+    return {"ok": True, "reason": None, "steps_to_green": row["steps_to_green"]}

@@ -1,0 +1,61 @@
+"""`etai suite record`: run each session's reference actions in the sandbox and write the real
+``execution_result``s back into ``sessions.jsonl``, so recorded results are what the harness returns.
+
+The file is rewritten atomically (temp file + rename); every other field and the line order stay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable
+
+from harness import tools
+from harness.errors import InfraError
+from harness.sessions import Session, load_suite
+
+
+def record_session(session: Session, start_sandbox: Callable[[Session], object]) -> list[dict]:
+    """The reference trace with each step's execution_result replaced by what the tool returns now."""
+    sb = start_sandbox(session)
+    try:
+        steps = []
+        for st in session.execution_trace:
+            r = tools.call(sb, st.tool_called, dict(st.tool_args))
+            if r.status == "infra_error":
+                raise InfraError(f"{session.session_id} step {st.step}: {r.error}")
+            result = r.to_dict()
+            result.pop("duration_s", None)  # timing noise would change the session's hash on every record
+            steps.append({"step": st.step, "tool_called": st.tool_called, "tool_args": st.tool_args,
+                          "execution_result": result})
+        return steps
+    finally:
+        sb.close()
+
+
+def record_suite(path: str | Path, *, sandbox: str = "docker", log=print) -> int:
+    from harness import image as _image
+    from harness.sandbox import start
+
+    suite = load_suite(path)
+    img = _image.ensure_image() if sandbox == "docker" else None
+    traces = {}
+    for s in suite.sessions:
+        kw = {"image": img} if img else {}
+        traces[s.session_id] = record_session(s, lambda sess: start(sandbox, sess.workspace, **kw))
+        log(f"recorded {s.session_id}: {len(traces[s.session_id])} steps")
+    jl = suite.path / "sessions.jsonl"
+    lines = []
+    for line in jl.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            obj = json.loads(line)
+            obj["execution_trace"] = traces[obj["session_id"]]
+            line = json.dumps(obj, ensure_ascii=False)
+        lines.append(line)
+    tmp = jl.with_suffix(".jsonl.tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, jl)
+    return len(traces)

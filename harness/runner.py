@@ -1,0 +1,188 @@
+"""The runner: suite x agents x samples, in parallel, resumable, crash-safe. The CLI, CI gates and the
+Composer callback all call ``run``.
+
+One row per (session, agent, sample) is appended (fsync) to ``<out>/results.jsonl`` as soon as it
+is done; every row carries a cache key, so rerunning the same command skips what is stored, a
+SIGKILLed run restarted loses and duplicates nothing, and Ctrl-C removes this run's containers
+and keeps the rows written. ``summary.json`` is recomputed from the rows of this command's keys.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any, Sequence
+
+from harness import metrics
+from harness.agents import AgentContext, from_spec
+from harness.loop import preflight, run_episode
+from harness.results import ResultStore, cache_key, write_json_atomic
+from harness.sessions import Session, Suite, load_suite
+
+
+def _pass_ks(samples: int) -> list[int]:
+    return [k for k in (1, 5, 10, 100) if k <= samples]
+
+
+def _preflight_cached(session: Session, image: str | None, start, oracle) -> dict[str, Any]:
+    from harness import image as _image
+    from harness import version
+    from harness.results import read_rows
+
+    cache = _image.cache_dir() / "preflight.jsonl"
+    key = cache_key("preflight", session.content_hash(), image, version())
+    for row in read_rows(cache):
+        if row["cache_key"] == key:
+            return row
+    result = preflight(session, oracle, start_sandbox=start)
+    row = {"cache_key": key, "session_id": session.session_id, **result}
+    _append(cache, row)
+    return row
+
+
+def _append(path: Path, row: dict[str, Any]) -> None:
+    import json
+
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (json.dumps(row, sort_keys=True) + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def run(suite: str | Path | Suite, agents: Sequence[str], *, k: int | None = None, samples: int = 1,
+        max_steps: int | None = None, workers: int | None = None, out: str | Path | None = None,
+        sandbox: str = "docker", options: dict[str, Any] | None = None, progress: bool = True,
+        session_ids: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run ``agents`` (spec strings) on ``suite``; return the summary (also written to summary.json)."""
+    from harness import version
+    from harness.errors import InputError
+    from harness.sandbox import start as start_sandbox
+
+    st = suite if isinstance(suite, Suite) else load_suite(suite)
+    k = int(k or st.defaults.get("k", 3))
+    max_steps = int(max_steps or st.defaults.get("max_steps", 10))
+    if k < 1 or samples < 1 or max_steps < k:
+        raise InputError(f"need k >= 1, samples >= 1 and max_steps >= k (got k={k}, samples={samples}, "
+                         f"max_steps={max_steps})")
+    sessions = list(st.sessions)
+    if session_ids:
+        unknown = sorted(set(session_ids) - {s.session_id for s in sessions})
+        if unknown:
+            raise InputError(f"unknown session id(s): {', '.join(unknown)}", where="--session")
+        sessions = [s for s in sessions if s.session_id in set(session_ids)]
+    ctx = AgentContext(st, dict(options or {}))
+    agent_objs = [from_spec(spec, ctx) for spec in agents]  # bad specs fail before anything runs
+    oracle = from_spec("oracle", ctx)
+    workers = max(1, workers or os.cpu_count() or 1)
+    store = ResultStore(out or Path("runs") / st.name)
+
+    image, pool = None, None
+    if sandbox == "docker":
+        from harness import image as _image
+        from harness.sandbox import _docker
+
+        image = _image.ensure_image()
+        _docker.prune()  # containers of runs that died (SIGKILL, reboot) before they could clean up
+        pool = _docker.Pool(image, _limits(), size=min(workers, 4))
+
+    def start(session: Session):
+        return start_sandbox(sandbox, session.workspace, limits=_limits(), image=image, pool=pool) \
+            if sandbox == "docker" else start_sandbox(sandbox, session.workspace, limits=_limits())
+
+    stop = threading.Event()
+    keys: list[str] = []
+    try:
+        broken = _preflights(sessions, image, start, oracle, workers, progress)
+        jobs = []
+        for agent in agent_objs:
+            for s in sessions:
+                for sample in range(samples):
+                    key = cache_key(agent.spec, agent.fingerprint, s.content_hash(), image, version(),
+                                    k, max_steps, sample)
+                    keys.append(key)
+                    if store.has(key):
+                        continue
+                    base = {"cache_key": key, "suite": st.name, "harness_version": version(), "image": image}
+                    if s.session_id in broken:
+                        store.append({**base, "session_id": s.session_id, "agent": agent.spec, "sample": sample,
+                                      "status": "reference_broken", "reason": broken[s.session_id],
+                                      "intent": s.intent})
+                        continue
+                    jobs.append((agent, s, sample, base))
+
+        def work(agent, s, sample, base):
+            if stop.is_set():
+                return
+            row = run_episode(s, agent, sample, start_sandbox=start, k=k, max_steps=max_steps)
+            if not stop.is_set():  # after Ctrl-C a killed sandbox is not the agent's result
+                store.append({**base, **row})
+
+        _execute(jobs, work, workers, stop, progress, "episodes")
+    finally:
+        if pool is not None:
+            pool.close()
+        for a in agent_objs:
+            a.close()
+
+    rows = store.rows(keys)
+    summary = {
+        "suite": st.name, "k": k, "max_steps": max_steps, "samples": samples, "image": image,
+        "harness_version": version(), "n_sessions": len(sessions), "out": str(store.dir),
+        "agents": {spec: metrics.summarize([r for r in rows if r["agent"] == spec], k=k, ks=_pass_ks(samples))
+                   for spec in [a.spec for a in agent_objs]},
+        "complete": all(r.get("status") != "infra_error" for r in rows) and len(rows) == len(keys),
+    }
+    write_json_atomic(store.dir / "summary.json", summary)
+    return summary
+
+
+def _limits():
+    from harness.sandbox import Limits
+
+    return Limits(memory_mb=1024, timeout_s=30)
+
+
+def _preflights(sessions, image, start, oracle, workers, progress) -> dict[str, str]:
+    """Replay every reference first (cached per session content + image); return the broken ones."""
+    results: dict[str, dict[str, Any]] = {}
+    lock = threading.Lock()
+
+    def work(s: Session):
+        r = _preflight_cached(s, image, start, oracle)
+        with lock:
+            results[s.session_id] = r
+
+    _execute([(s,) for s in sessions], work, workers, threading.Event(), progress, "preflight")
+    return {sid: r["reason"] for sid, r in results.items() if not r["ok"]}
+
+
+def _execute(jobs: list[tuple], work, workers: int, stop: threading.Event, progress: bool, what: str) -> None:
+    """Run jobs on a thread pool with a progress bar; Ctrl-C stops intake and reaps containers."""
+    if not jobs:
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(jobs), desc=what, unit="job", disable=not progress, leave=False)
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="etai")
+    futures: set[Future] = {pool.submit(work, *j) for j in jobs}
+    try:
+        while futures:
+            done, futures = wait(futures, timeout=0.5, return_when=FIRST_COMPLETED)
+            for f in done:
+                f.result()  # a harness bug (not an agent failure) surfaces here
+                bar.update(1)
+    except BaseException:
+        stop.set()
+        for f in futures:
+            f.cancel()
+        from harness.sandbox import _docker
+
+        _docker._reap_own()  # kill this process's containers now; running episodes then end fast
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        bar.close()

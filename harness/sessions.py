@@ -1,0 +1,294 @@
+"""ETAI sessions and suites: typed records, and a loader that checks everything before anything runs.
+
+A suite is a folder: ``suite.yaml`` (name, description, defaults), ``sessions.jsonl`` (one session
+per line) and ``workspaces/<id>/``. ``load_suite`` collects every problem of every session (the
+session id, the field and the reason) and raises one InputError listing them all; nothing partial
+is ever returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InputError
+from harness.intents import INTENTS
+
+BUNDLED = Path(__file__).resolve().parent.parent / "suites"
+
+
+@dataclass(frozen=True)
+class Cursor:
+    file: str
+    line: int  # 1-based
+    column: int  # 1-based
+    placement: str = "before"  # before | after the character at (line, column)
+
+
+@dataclass(frozen=True)
+class Viewport:
+    scroll_top_line: int = 0
+    line_height_px: float = 18.0
+    char_width_px: float = 7.2
+    gutter_px: float = 48.0
+    zoom: float = 1.0
+
+
+@dataclass(frozen=True)
+class IdeContext:
+    open_files: tuple[str, ...]
+    cursor_position: Cursor
+    git_status: str
+    viewport: Viewport
+
+
+@dataclass(frozen=True)
+class Step:
+    step: int
+    tool_called: str
+    tool_args: dict[str, Any]
+    execution_result: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Session:
+    session_id: str
+    user_instruction: str
+    ide_context: IdeContext
+    execution_trace: tuple[Step, ...]
+    final_output: str
+    workspace: Path  # absolute
+    verify_files: tuple[str, ...]  # empty: every test file
+    intent: str
+    cursor_target: Cursor
+    raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    def content_hash(self) -> str:
+        """Hash of the session record and its workspace files: part of every cache key."""
+        h = hashlib.sha256(json.dumps(self.raw, sort_keys=True).encode())
+        for p in sorted(self.workspace.rglob("*")):
+            if p.is_file() and "node_modules" not in p.parts:
+                h.update(str(p.relative_to(self.workspace)).encode() + b"\0" + p.read_bytes())
+        return h.hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    path: Path
+    description: str
+    defaults: dict[str, Any]
+    sessions: tuple[Session, ...]
+
+    def get(self, session_id: str) -> Session:
+        for s in self.sessions:
+            if s.session_id == session_id:
+                return s
+        raise KeyError(session_id)
+
+
+# ---------------------------------------------------------------------------- validation
+class _Problems:
+    def __init__(self, file: Path):
+        self.file = file
+        self.items: list[str] = []
+
+    def add(self, where: str, field_: str, reason: str) -> None:
+        self.items.append(f"{where}: {field_}: {reason}")
+
+
+_TYPES = {str: "a string", int: "an integer", dict: "an object", list: "a list", (int, float): "a number"}
+
+
+def _get(obj: dict, key: str, typ, where: str, probs: _Problems, path: str, *, required: bool = True):
+    if key not in obj:
+        if required:
+            probs.add(where, path, "missing")
+        return None
+    val = obj[key]
+    bad_bool = isinstance(val, bool) and typ is not bool
+    if bad_bool or not isinstance(val, typ):
+        probs.add(where, path, f"must be {_TYPES.get(typ, typ)}, got {type(val).__name__}")
+        return None
+    return val
+
+
+def _line_count_and_lengths(path: Path) -> list[int] | None:
+    try:
+        return [len(line) for line in path.read_text(encoding="utf-8").split("\n")]
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _cursor(obj: Any, where: str, path: str, probs: _Problems, ws: Path | None, *, placement: bool) -> Cursor | None:
+    if not isinstance(obj, dict):
+        probs.add(where, path, f"must be an object, got {type(obj).__name__}")
+        return None
+    f = _get(obj, "file", str, where, probs, f"{path}.file")
+    line = _get(obj, "line", int, where, probs, f"{path}.line")
+    col = _get(obj, "column", int, where, probs, f"{path}.column")
+    place = "before"
+    if placement:
+        place = _get(obj, "placement", str, where, probs, f"{path}.placement")
+        if place is not None and place not in ("before", "after"):
+            probs.add(where, f"{path}.placement", f"must be 'before' or 'after', got {place!r}")
+    if None in (f, line, col, place):
+        return None
+    if ws is not None and ws.is_dir():
+        lengths = _line_count_and_lengths(ws / f)
+        if lengths is None:
+            probs.add(where, f"{path}.file", f"{f} is not a text file of the workspace")
+            return None
+        if not 1 <= line <= len(lengths):
+            probs.add(where, f"{path}.line", f"line {line} is outside {f} (1..{len(lengths)})")
+            return None
+        if not 1 <= col <= lengths[line - 1] + 1:
+            probs.add(where, f"{path}.column", f"column {col} is outside line {line} of {f} (1..{lengths[line - 1] + 1})")
+            return None
+    return Cursor(f, line, col, place)
+
+
+def _session(obj: Any, where: str, root: Path, probs: _Problems) -> Session | None:
+    from harness import tools
+
+    if not isinstance(obj, dict):
+        probs.add(where, "session", f"must be a JSON object, got {type(obj).__name__}")
+        return None
+    n_before = len(probs.items)
+    sid = _get(obj, "session_id", str, where, probs, "session_id")
+    instr = _get(obj, "user_instruction", str, where, probs, "user_instruction")
+    final = _get(obj, "final_output", str, where, probs, "final_output")
+    intent = _get(obj, "intent", str, where, probs, "intent")
+    if intent is not None and intent not in INTENTS:
+        probs.add(where, "intent", f"unknown intent {intent!r}; known: {', '.join(INTENTS)}")
+    ws_rel = obj.get("workspace", f"workspaces/{sid}")
+    ws = None
+    if not isinstance(ws_rel, str):
+        probs.add(where, "workspace", f"must be a string, got {type(ws_rel).__name__}")
+    else:
+        ws = (root / ws_rel).resolve()
+        if not ws.is_dir():
+            probs.add(where, "workspace", f"folder {ws_rel} does not exist")
+        elif root.resolve() not in ws.parents:
+            probs.add(where, "workspace", f"{ws_rel} is outside the suite folder")
+    ctx = _get(obj, "ide_context", dict, where, probs, "ide_context")
+    ide = None
+    if ctx is not None:
+        files = _get(ctx, "open_files", list, where, probs, "ide_context.open_files")
+        for i, f in enumerate(files or []):
+            if not isinstance(f, str):
+                probs.add(where, f"ide_context.open_files[{i}]", "must be a string")
+            elif ws is not None and ws.is_dir() and not (ws / f).is_file():
+                probs.add(where, f"ide_context.open_files[{i}]", f"{f} is not a file of the workspace")
+        cur = _cursor(ctx.get("cursor_position"), where, "ide_context.cursor_position", probs, ws, placement=False) \
+            if "cursor_position" in ctx else probs.add(where, "ide_context.cursor_position", "missing")
+        gs = _get(ctx, "git_status", str, where, probs, "ide_context.git_status")
+        vp_obj = _get(ctx, "viewport", dict, where, probs, "ide_context.viewport", required=False) or {}
+        vp = Viewport()
+        for key, typ in (("scroll_top_line", int), ("line_height_px", (int, float)), ("char_width_px", (int, float)),
+                         ("gutter_px", (int, float)), ("zoom", (int, float))):
+            if key in vp_obj:
+                val = _get(vp_obj, key, typ, where, probs, f"ide_context.viewport.{key}")
+                if val is not None and (val < 0 or (key != "scroll_top_line" and key != "gutter_px" and val == 0)):
+                    probs.add(where, f"ide_context.viewport.{key}", f"must be positive, got {val}")
+        if not any(p.startswith(f"{where}: ide_context.viewport") for p in probs.items):
+            vp = Viewport(**{k: vp_obj[k] for k in vp_obj if k in Viewport.__dataclass_fields__})
+            unknown = sorted(set(vp_obj) - set(Viewport.__dataclass_fields__))
+            if unknown:
+                probs.add(where, "ide_context.viewport", f"unknown key(s): {', '.join(unknown)}")
+        if files is not None and cur is not None and gs is not None:
+            ide = IdeContext(tuple(files), cur, gs, vp)
+    trace_raw = _get(obj, "execution_trace", list, where, probs, "execution_trace")
+    steps: list[Step] = []
+    for i, st in enumerate(trace_raw or []):
+        p = f"execution_trace[{i}]"
+        if not isinstance(st, dict):
+            probs.add(where, p, f"must be an object, got {type(st).__name__}")
+            continue
+        num = _get(st, "step", int, where, probs, f"{p}.step")
+        tool = _get(st, "tool_called", str, where, probs, f"{p}.tool_called")
+        args = _get(st, "tool_args", dict, where, probs, f"{p}.tool_args")
+        res = _get(st, "execution_result", dict, where, probs, f"{p}.execution_result")
+        if num is not None and num != i + 1:
+            probs.add(where, f"{p}.step", f"steps must be numbered 1..n in order; expected {i + 1}, got {num}")
+        if tool is not None and tool not in tools.tool_names():
+            probs.add(where, f"{p}.tool_called", f"unknown tool {tool!r}; known: {', '.join(tools.tool_names())}")
+        elif tool is not None and args is not None:
+            problem = tools.validate(tool, args)
+            if problem:
+                probs.add(where, f"{p}.tool_args", problem)
+        if None not in (num, tool, args, res):
+            steps.append(Step(num, tool, args, res))
+    if trace_raw is not None and not trace_raw:
+        probs.add(where, "execution_trace", "must hold at least one step")
+    ver = _get(obj, "verify", dict, where, probs, "verify", required=False) or {}
+    vfiles = ver.get("test_files", [])
+    if not isinstance(vfiles, list) or not all(isinstance(f, str) for f in vfiles):
+        probs.add(where, "verify.test_files", "must be a list of strings")
+        vfiles = []
+    for f in vfiles:
+        if ws is not None and ws.is_dir() and not (ws / f).is_file():
+            probs.add(where, "verify.test_files", f"{f} is not a file of the workspace")
+    target = _cursor(obj["cursor_target"], where, "cursor_target", probs, ws, placement=True) \
+        if "cursor_target" in obj else probs.add(where, "cursor_target", "missing")
+    if len(probs.items) > n_before:
+        return None
+    return Session(sid, instr, ide, tuple(steps), final, ws, tuple(vfiles), intent, target, raw=obj)
+
+
+def find_suite(name_or_path: str | Path) -> Path:
+    """A bundled suite by name, or a folder path."""
+    p = Path(name_or_path)
+    if p.is_dir():
+        return p.resolve()
+    if (BUNDLED / str(name_or_path)).is_dir():
+        return (BUNDLED / str(name_or_path)).resolve()
+    bundled = sorted(d.name for d in BUNDLED.iterdir() if (d / "sessions.jsonl").is_file())
+    raise InputError(f"no suite folder or bundled suite named {str(name_or_path)!r}; bundled: {', '.join(bundled)}")
+
+
+def load_suite(name_or_path: str | Path) -> Suite:
+    import yaml
+
+    root = find_suite(name_or_path)
+    meta: dict[str, Any] = {}
+    if (root / "suite.yaml").is_file():
+        try:
+            meta = yaml.safe_load((root / "suite.yaml").read_text()) or {}
+        except yaml.YAMLError as e:
+            raise InputError(f"not valid YAML: {e}", where=str(root / "suite.yaml")) from None
+        if not isinstance(meta, dict):
+            raise InputError("must be a mapping", where=str(root / "suite.yaml"))
+    jl = root / "sessions.jsonl"
+    if not jl.is_file():
+        raise InputError("sessions.jsonl is missing", where=str(root))
+    probs = _Problems(jl)
+    sessions: list[Session] = []
+    seen: dict[str, int] = {}
+    for n, line in enumerate(jl.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            probs.add(f"line {n}", "json", f"not valid JSON ({e.msg} at column {e.colno})")
+            continue
+        sid = obj.get("session_id") if isinstance(obj, dict) else None
+        where = f"line {n} (session {sid})" if isinstance(sid, str) else f"line {n}"
+        if isinstance(sid, str) and sid in seen:
+            probs.add(where, "session_id", f"duplicate id, first on line {seen[sid]}")
+            continue
+        if isinstance(sid, str):
+            seen[sid] = n
+        s = _session(obj, where, root, probs)
+        if s is not None:
+            sessions.append(s)
+    if not probs.items and not sessions:
+        probs.add("sessions.jsonl", "sessions", "the suite holds no session")
+    if probs.items:
+        raise InputError(f"{len(probs.items)} problem(s):\n  " + "\n  ".join(probs.items), where=str(jl))
+    defaults = meta.get("defaults") or {}
+    return Suite(str(meta.get("name", root.name)), root, str(meta.get("description", "")), defaults, tuple(sessions))
