@@ -23,7 +23,7 @@ from harness.sessions import Session, Suite, load_suite
 
 
 def _pass_ks(samples: int) -> list[int]:
-    return [k for k in (1, 5, 10, 100) if k <= samples]
+    return [k for k in (1, 2, 5, 10, 20, 50, 100) if k <= samples]
 
 
 def _preflight_cached(session: Session, image: str | None, start, oracle) -> dict[str, Any]:
@@ -80,18 +80,23 @@ def run(suite: str | Path | Suite, agents: Sequence[str], *, k: int | None = Non
     workers = max(1, workers or os.cpu_count() or 1)
     store = ResultStore(out or Path("runs") / st.name)
 
-    image, pool = None, None
+    image = None
+    pools: list[Any] = []  # a pool of warm containers, made on the first sandbox a job needs
+    pool_lock = threading.Lock()
     if sandbox == "docker":
         from harness import image as _image
         from harness.sandbox import _docker
 
         image = _image.ensure_image()
         _docker.prune()  # containers of runs that died (SIGKILL, reboot) before they could clean up
-        pool = _docker.Pool(image, _limits(), size=min(workers, 4))
 
     def start(session: Session):
-        return start_sandbox(sandbox, session.workspace, limits=_limits(), image=image, pool=pool) \
-            if sandbox == "docker" else start_sandbox(sandbox, session.workspace, limits=_limits())
+        if sandbox != "docker":
+            return start_sandbox(sandbox, session.workspace, limits=_limits())
+        with pool_lock:
+            if not pools:
+                pools.append(_docker.Pool(image, _limits(), size=min(workers, 4)))
+        return start_sandbox(sandbox, session.workspace, limits=_limits(), image=image, pool=pools[0])
 
     stop = threading.Event()
     keys: list[str] = []
@@ -123,8 +128,8 @@ def run(suite: str | Path | Suite, agents: Sequence[str], *, k: int | None = Non
 
         _execute(jobs, work, workers, stop, progress, "episodes")
     finally:
-        if pool is not None:
-            pool.close()
+        for p in pools:
+            p.close()
         for a in agent_objs:
             a.close()
 

@@ -125,6 +125,7 @@ class Pool:
         self._cv = threading.Condition()
         self._closed = False
         self._starting = 0
+        self._threads: list[threading.Thread] = []
         self._fill()
 
     def _fill(self) -> None:
@@ -132,7 +133,9 @@ class Pool:
             need = self.size - len(self._ready) - self._starting
             self._starting += max(0, need)
         for _ in range(max(0, need)):
-            threading.Thread(target=self._start_one, daemon=True).start()
+            t = threading.Thread(target=self._start_one, daemon=True)
+            self._threads.append(t)
+            t.start()
 
     def _start_one(self) -> None:
         try:
@@ -168,6 +171,8 @@ class Pool:
             ready, self._ready = self._ready, []
         for sb in ready:
             sb.close()
+        for t in self._threads:  # a start still in flight must not outlive us untracked
+            t.join(timeout=60)
 
 
 def start(workspace: Path, *, limits: Limits, image: str | None = None, run_id: str | None = None,

@@ -1,0 +1,171 @@
+"""``hf:PATH`` — a local transformers causal LM and its tokenizer, prompted with the ETAI text format.
+
+The folder is what ``save_pretrained`` writes (config.json, weights, tokenizer files). The prompt is
+``render_prompt`` tokenized exactly as training tokenized it (``tokenizer(text)``, so a Llama gets
+its BOS); generation stops at ``<RESULT>`` or ``<TRACE_END>`` and the text, special tokens kept, goes
+to ``parse_action``. Concurrent episodes are generated together: a micro-batcher collects the
+``act`` calls that arrive within a few milliseconds and runs one left-padded ``generate``.
+
+Options (from the CLI): temperature (0 = greedy, the default), top_p, max_new_tokens, and for this
+backend device (default cuda when available, else cpu), batch_size (8), batch_wait_ms (5),
+max_result_chars (else ``etai.json`` in the folder, else the format's default).
+Sampled generation is seeded per batch; it is reproducible only when the same requests meet in
+the same batch, which concurrent runs do not promise. Greedy decoding is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from harness.agents import AgentContext, TaskView, register
+from harness.agents._model_batcher import MicroBatcher
+from harness.agents._model_common import (Generation, TextEpisode, folder_fingerprint, folder_settings,
+                                          tool_names_of)
+from harness.errors import InfraError, InputError
+from harness.etai_format import STOP_MARKERS
+
+_UNBOUNDED_CONTEXT = 1_000_000  # tokenizers say model_max_length=1e30 when they do not know
+
+
+class HFAgent:
+    def __init__(self, path: str, ctx: AgentContext):
+        folder = Path(path).expanduser()
+        if not (folder / "config.json").is_file():
+            raise InputError("not a transformers model folder (no config.json)", where=path)
+        self.spec = f"hf:{path}"
+        self.folder = folder
+        self.fingerprint = folder_fingerprint(folder)
+        opts = dict(ctx.options)
+        self.gen = Generation.from_options(opts, **_trained_with(folder))
+        self._load(folder, opts.get("device"))
+        self._batcher: MicroBatcher[tuple[str, int], str] = MicroBatcher(
+            self._generate_batch, max_batch=int(opts.get("batch_size", 8)),
+            wait_s=float(opts.get("batch_wait_ms", 5)) / 1000, name=f"etai-hf-{folder.name}")
+
+    # --------------------------------------------------------------------------- loading
+    def _load(self, folder: Path, device: str | None) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+            # On CPU, float32: bf16 matmuls there are slow or missing. On GPU, the checkpoint's dtype.
+            dtype = "auto" if self.device.startswith("cuda") else torch.float32
+            self.model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype).to(self.device)
+        except (OSError, ValueError, KeyError, RuntimeError) as e:
+            raise InputError(f"cannot load model or tokenizer: {type(e).__name__}: {e}", where=str(folder)) from None
+        self.model.eval()
+        tok = self.tokenizer
+        self.pad_id = next((i for i in (tok.pad_token_id, tok.eos_token_id, 0) if i is not None))
+        self.marker_ids = _single_token_ids(tok, STOP_MARKERS)  # None: markers are not tokens here
+        self.eos_ids = {i for i in (tok.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None))
+                        if isinstance(i, int)}
+        self.max_context = _max_context(self.model.config, tok)
+
+    # --------------------------------------------------------------------------- Agent
+    def start(self, task: TaskView, sample: int) -> TextEpisode:
+        return TextEpisode(task.record(), sample, tool_names_of(task.tools), self.gen, self.complete)
+
+    def complete(self, prompt: str, seed: int) -> str:
+        try:
+            return self._batcher.submit((prompt, seed))
+        except InfraError:
+            raise
+        except Exception as e:  # out of memory, a CUDA fault: the row is infra_error and is retried
+            raise InfraError(f"{self.spec}: generation failed: {type(e).__name__}: {e}") from e
+
+    def close(self) -> None:
+        self._batcher.close()
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        return self._batcher.batch_sizes
+
+    # --------------------------------------------------------------------------- generation
+    def _prompt_ids(self, prompt: str) -> list[int]:
+        ids = self.tokenizer(prompt)["input_ids"]
+        limit = self.max_context - self.gen.max_new_tokens
+        if limit > 0 and len(ids) > limit:
+            # Keep the head (instruction and context) and the tail (the latest steps); drop the middle.
+            head = limit // 4
+            ids = ids[:head] + ids[len(ids) - (limit - head):]
+        return ids
+
+    def _generate_batch(self, items: Sequence[tuple[str, int]]) -> list[str]:
+        import torch
+
+        rows = [self._prompt_ids(p) for p, _ in items]
+        width = max(len(r) for r in rows)
+        # Left padding: every row's next token is at the same position, as generate expects.
+        ids = torch.tensor([[self.pad_id] * (width - len(r)) + r for r in rows], device=self.device)
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self.device)
+        kwargs: dict[str, Any] = dict(max_new_tokens=self.gen.max_new_tokens, pad_token_id=self.pad_id,
+                                      do_sample=not self.gen.greedy)
+        if self.gen.greedy:
+            kwargs.update(temperature=None, top_p=None, top_k=None)  # silence the config's sampling defaults
+        else:
+            kwargs.update(temperature=self.gen.temperature, top_p=self.gen.top_p, top_k=None)
+            seed = 0
+            for _, s in items:
+                seed ^= s
+            torch.manual_seed(seed)
+        if self.marker_ids is not None:
+            kwargs["eos_token_id"] = sorted(set(self.marker_ids) | self.eos_ids)
+        else:  # a model without ETAI tokens: stop on the marker strings instead
+            kwargs.update(stop_strings=list(STOP_MARKERS), tokenizer=self.tokenizer)
+            if self.eos_ids:
+                kwargs["eos_token_id"] = sorted(self.eos_ids)
+        with torch.inference_mode():
+            out = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
+        return [self._decode(row[width:].tolist()) for row in out]
+
+    def _decode(self, new: list[int]) -> str:
+        stops = set(self.marker_ids or ())
+        for n, i in enumerate(new):
+            if i in stops:  # the marker belongs to the action: parse_action reads it
+                new = new[: n + 1]
+                break
+            if i in self.eos_ids:  # the model's own end; padding only ever follows an end token
+                new = new[:n]
+                break
+        text = self.tokenizer.decode(new, skip_special_tokens=False)
+        for marker in STOP_MARKERS:  # string stops: cut just after the first marker
+            at = text.find(marker)
+            if at >= 0:
+                text = text[: at + len(marker)]
+        return text
+
+
+def _trained_with(folder: Path) -> dict[str, Any]:
+    settings = folder_settings(folder)
+    return {"max_result_chars": int(settings["max_result_chars"])} if "max_result_chars" in settings else {}
+
+
+def _single_token_ids(tok: Any, markers: Sequence[str]) -> list[int] | None:
+    ids = []
+    for m in markers:
+        enc = tok(m, add_special_tokens=False)["input_ids"]
+        if len(enc) != 1:
+            return None
+        ids.append(enc[0])
+    return ids
+
+
+def _max_context(config: Any, tok: Any) -> int:
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    value = getattr(tok, "model_max_length", None)
+    return value if isinstance(value, int) and 0 < value < _UNBOUNDED_CONTEXT else _UNBOUNDED_CONTEXT
+
+
+def _factory(arg: str | None, ctx: AgentContext) -> HFAgent:
+    if not arg:
+        raise InputError("hf needs a model folder: hf:PATH", where="--agent")
+    return HFAgent(arg, ctx)
+
+
+register("hf", _factory, "a local transformers causal LM (hf:PATH, a save_pretrained folder)")

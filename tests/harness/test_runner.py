@@ -1,0 +1,144 @@
+"""The runner end to end with real Docker: scores, resume after SIGKILL, Ctrl-C, reference_broken, replay."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.results import read_rows
+from harness.sandbox import _docker
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+BUNDLED = Path(__file__).resolve().parents[2] / "suites" / "jest-bugfix"
+SOME = ["profile-display-name-null", "paginate-page-size-off-by-one", "checkout-missing-await",
+        "semver-unescaped-dot", "duration-seconds-padding", "retry-default-attempts"]
+
+
+def _etai(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def test_oracle_and_noop_on_the_bundled_suite(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", "--suite", "jest-bugfix", "--agent", "oracle", "--agent", "noop", "--out", str(out),
+                 "--json", "--no-progress"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    oracle, noop = summary["agents"]["oracle"], summary["agents"]["noop"]
+    # (JSON keys are strings)
+    assert oracle["path_accuracy"]["3"] == 1.0 and noop["path_accuracy"]["3"] == 0.0
+    assert oracle["pass_at_k"]["1"] == 1.0 and noop["pass_at_k"]["1"] == 0.0
+    assert oracle["reference_broken"] == [] and noop["reference_broken"] == []
+    assert oracle["cursor"]["median_px"] == 0.0  # the oracle's first edit starts where the fix goes
+    rows = read_rows(out / "results.jsonl")
+    assert len(rows) == 2 * summary["n_sessions"] and all(r["cache_key"] for r in rows)
+    assert json.loads((out / "summary.json").read_text())["agents"]["oracle"]["n_valid"] == summary["n_sessions"]
+    # The same command again runs nothing new and reports the same numbers.
+    t0 = time.monotonic()
+    assert main(["run", "--suite", "jest-bugfix", "--agent", "oracle", "--agent", "noop", "--out", str(out),
+                 "--json", "--no-progress"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["agents"] == json.loads(json.dumps(summary["agents"]))
+    assert time.monotonic() - t0 < 20
+    assert len(read_rows(out / "results.jsonl")) == len(rows)
+
+
+def test_sigkill_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path):
+    out = tmp_path / "run"
+    args = ["run", "--suite", "jest-bugfix", "--agent", "oracle", "--agent", "noop", "--out", str(out),
+            "--workers", "1", "--no-progress", *[a for s in SOME for a in ("--session", s)]]
+    p = _etai(*args)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        if (out / "results.jsonl").exists() and len(read_rows(out / "results.jsonl")) >= 3:
+            break
+        time.sleep(0.2)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    written = len(read_rows(out / "results.jsonl"))
+    assert 3 <= written < 2 * len(SOME), "the kill must land mid-run"
+    p2 = _etai(*args)
+    assert p2.wait(timeout=300) == 0, p2.stderr.read()
+    raw = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    keys = Counter(r["cache_key"] for r in raw)
+    assert len(keys) == 2 * len(SOME) and set(keys.values()) == {1}, "every row exactly once"
+    assert {(r["session_id"], r["agent"]) for r in raw} == {(s, a) for s in SOME for a in ("oracle", "noop")}
+    assert not [n for n in _docker.leftovers()], "the rerun's reaper removed the killed run's containers"
+
+
+def test_ctrl_c_removes_containers_and_keeps_rows(tmp_path):
+    out = tmp_path / "run"
+    p = _etai("run", "--suite", "jest-bugfix", "--agent", "oracle", "--out", str(out), "--workers", "2",
+              "--no-progress")
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not (out / "results.jsonl").exists():
+        time.sleep(0.1)
+    os.killpg(p.pid, signal.SIGINT)
+    assert p.wait(timeout=120) == 130
+    assert "interrupted" in p.stderr.read()
+    assert _docker.leftovers() == []
+    rows = read_rows(out / "results.jsonl")
+    assert rows and all(r["status"] == "passed" for r in rows)  # no half-killed episode written as a result
+
+
+def _suite_copy(tmp_path: Path, ids: list[str], mutate=None) -> Path:
+    root = tmp_path / "suite"
+    lines = []
+    for line in (BUNDLED / "sessions.jsonl").read_text(encoding="utf-8").splitlines():
+        s = json.loads(line)
+        if s["session_id"] in ids:
+            shutil.copytree(BUNDLED / s["workspace"], root / s["workspace"])
+            lines.append(json.dumps(mutate(copy.deepcopy(s)) if mutate else s))
+    (root / "sessions.jsonl").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_reference_broken_is_reported_and_excluded(tmp_path, capsys):
+    def break_it(s):
+        if s["session_id"] == "semver-unescaped-dot":  # the "fix" edits a comment instead of the regex
+            s["execution_trace"] = [{"step": 1, "tool_called": "file_read", "tool_args": {"file": "src/semver.js"},
+                                     "execution_result": {}}]
+        return s
+
+    root = _suite_copy(tmp_path, ["semver-unescaped-dot", "retry-default-attempts"], break_it)
+    assert main(["run", "--suite", str(root), "--agent", "oracle", "--out", str(tmp_path / "r"), "--json",
+                 "--no-progress"]) == 0
+    m = json.loads(capsys.readouterr().out)["agents"]["oracle"]
+    assert m["reference_broken"] == ["semver-unescaped-dot"]
+    assert m["n_valid"] == 1 and m["path_accuracy"]["3"] == 1.0  # 1 of 1 valid, not 1 of 2
+
+
+def test_replay_agent_counts_invalid_actions(tmp_path, capsys):
+    sid = "duration-seconds-padding"
+    root = _suite_copy(tmp_path, [sid])
+    ref = json.loads((root / "sessions.jsonl").read_text())["execution_trace"]
+    replay = tmp_path / "replay.jsonl"
+    good = [{"tool": st["tool_called"], "args": st["tool_args"]} for st in ref]
+    replay.write_text("\n".join(json.dumps(r) for r in [
+        {"session_id": sid, "sample": 0, "actions": ["garbage", {"tool": "rm_rf", "args": {}}, *good]},
+        {"session_id": sid, "sample": 1, "actions": good},
+    ]) + "\n")
+    out = tmp_path / "r"
+    assert main(["run", "--suite", str(root), "--agent", f"replay:{replay}", "--samples", "2", "-k", "3",
+                 "--max-steps", "10", "--out", str(out), "--json", "--no-progress"]) == 0
+    m = json.loads(capsys.readouterr().out)["agents"][f"replay:{replay}"]
+    rows = sorted(read_rows(out / "results.jsonl"), key=lambda r: r["sample"])
+    assert [r["n_invalid"] for r in rows] == [2, 0]
+    assert [s["status"] for s in rows[0]["steps"][:2]] == ["invalid_action", "invalid_action"]
+    assert "unknown tool 'rm_rf'" in rows[0]["steps"][1]["error"]
+    # sample 0 reaches green only at step 2 + len(good) > 3: not within k; sample 1 within k.
+    assert rows[0]["green"] and rows[0]["steps_to_green"] > 3
+    assert rows[1]["steps_to_green"] <= 3
+    assert m["path_accuracy"]["3"] == 0.5 and m["pass_at_k"] == {"1": 1.0, "2": 1.0}
+    assert m["invalid_actions"] == 2

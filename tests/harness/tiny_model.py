@@ -1,0 +1,78 @@
+"""A tiny causal LM folder shaped like a user's: what ``hf:PATH`` and the test servers load.
+
+Nothing is downloaded. A byte-level BPE is trained on the bundled suite's ETAI texts (the same
+helper the fine-tuning stack uses), the ETAI markers are added as special tokens, the ETAI chat
+template is set, a 2-layer GPT-2 is built from a config and fitted for a few seconds on the same
+texts (so it emits some well-formed actions, and plenty of malformed ones), and everything is
+written with ``save_pretrained``. Tests assert the protocol, never the model's quality.
+
+    python tests/harness/tiny_model.py OUT_DIR     # build one by hand (for `etai run --agent hf:OUT_DIR`)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SESSIONS = ROOT / "suites" / "jest-bugfix" / "sessions.jsonl"
+MAX_RESULT_CHARS = 300  # written to etai.json: the hf backend renders prompts the way training did
+MAX_POSITIONS = 2048
+
+
+def build(folder: Path, *, steps: int = 60, seed: int = 0) -> Path:
+    """Write the model to ``folder`` (reused if it is already there). Returns the folder."""
+    if (folder / "config.json").is_file():
+        return folder
+    import torch
+
+    from finetune.lm import build_tiny
+    from finetune.tokenizer import add_etai_tokens, train_tiny_tokenizer
+    from harness.agents._model_chat import ETAI_CHAT_TEMPLATE
+    from harness.etai_format import render_training_example
+
+    torch.manual_seed(seed)
+    sessions = [json.loads(line) for line in SESSIONS.read_text().splitlines() if line.strip()]
+    texts = [render_training_example(s, MAX_RESULT_CHARS)[0] for s in sessions]
+    tok = train_tiny_tokenizer(texts, vocab_size=1024)
+    add_etai_tokens(tok)
+    tok.chat_template = ETAI_CHAT_TEMPLATE
+    model = build_tiny({"arch": "gpt2", "layers": 2, "heads": 2, "hidden": 64}, len(tok), MAX_POSITIONS)
+    model.config.pad_token_id, model.config.eos_token_id = tok.pad_token_id, tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    _fit(model, tok, texts, steps)
+    tmp = folder.with_name(folder.name + ".partial")
+    model.save_pretrained(str(tmp))
+    tok.save_pretrained(str(tmp))
+    (tmp / "etai.json").write_text(json.dumps({"max_result_chars": MAX_RESULT_CHARS}))
+    tmp.rename(folder)  # whole or absent: a test killed mid-build leaves no half model behind
+    return folder
+
+
+def _fit(model, tok, texts: list[str], steps: int) -> None:
+    """A few full-batch Adam steps of plain next-token loss: enough for the markers' grammar."""
+    import torch
+
+    ids = [tok(t)["input_ids"][:512] for t in texts]
+    width = max(len(r) for r in ids)
+    batch = torch.tensor([r + [tok.pad_token_id] * (width - len(r)) for r in ids])
+    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in ids])
+    labels = batch.masked_fill(mask == 0, -100)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    model.train()
+    for _ in range(steps):
+        loss = model(input_ids=batch, attention_mask=mask, labels=labels).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    t0 = time.monotonic()
+    out = build(Path(sys.argv[1]).resolve())
+    print(f"{out} ({time.monotonic() - t0:.1f}s)")
