@@ -158,12 +158,7 @@ class Pool:
         if sb is None:
             sb = DockerSandbox(self.image, self.limits, run_id=self.run_id)
         self._fill()
-        try:
-            sb.init_workspace(files)
-        except BaseException:
-            sb.close()
-            raise
-        return sb
+        return sb.init_workspace(files)
 
     def close(self) -> None:
         with self._cv:
@@ -180,13 +175,7 @@ def start(workspace: Path, *, limits: Limits, image: str | None = None, run_id: 
     if pool is not None:
         return pool.acquire(workspace)
     files = workspace_files(workspace)
-    sb = DockerSandbox(image or _image.ensure_image(), limits, run_id=run_id)
-    try:
-        sb.init_workspace(files)
-    except BaseException:
-        sb.close()
-        raise
-    return sb
+    return DockerSandbox(image or _image.ensure_image(), limits, run_id=run_id).init_workspace(files)
 
 
 def prune(*, all_owners: bool = False) -> list[str]:

@@ -48,13 +48,7 @@ class LocalSandbox(RunnerSandbox):
 
 def start(workspace: Path, *, limits: Limits, **_: object) -> LocalSandbox:
     files = workspace_files(workspace)
-    sb = LocalSandbox(limits)
-    try:
-        sb.init_workspace(files)
-    except BaseException:
-        sb.close()
-        raise
-    return sb
+    return LocalSandbox(limits).init_workspace(files)
 
 
 register("local", start, "UNSAFE: host subprocesses in a temp copy (debugging only)", safe=False)

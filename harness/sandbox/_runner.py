@@ -112,9 +112,15 @@ class RunnerSandbox:
         return answer["result"]
 
     # ------------------------------------------------------------------ the protocol
-    def init_workspace(self, files: dict[str, str]) -> None:
-        r = self.request("init", {"files": files}, timeout=60.0)
+    def init_workspace(self, files: dict[str, str]) -> "RunnerSandbox":
+        """Upload the workspace; on any failure the sandbox closes itself. Returns self."""
+        try:
+            r = self.request("init", {"files": files}, timeout=60.0)
+        except BaseException:
+            self.close()
+            raise
         self.test_files: list[str] = r.get("test_files") or []
+        return self
 
     def exec(self, argv: list[str], *, timeout: float | None = None, output_cap: int | None = None,
              stdin: bytes | None = None) -> ExecResult:

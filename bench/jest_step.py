@@ -1,0 +1,132 @@
+"""Benchmark: one `jest_run` step three ways, interleaved in one process (ratios, not absolute times).
+
+  naive    a fresh `docker run --rm` + one-shot Jest per step
+  exec     one-shot Jest via `docker exec` into a warm container
+  etai     ETAI's sandbox: warm container, persistent Jest runner, long-lived pipe
+
+The project has 5 test files / 9 tests (as research/perf-limits.md Appendix C). Each round runs
+every way once in shuffled order, so machine noise hits all ways alike.
+
+    python bench/jest_step.py [--steps 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+FILES = {
+    "src/sum.js": "module.exports = (a, b) => a + b;\n",
+    "src/strings.js": "exports.capitalize = (s) => s[0].toUpperCase() + s.slice(1);\n"
+                      "exports.reverse = (s) => [...s].reverse().join('');\n",
+    "src/array.js": "exports.unique = (a) => [...new Set(a)];\n"
+                    "exports.chunk = (a, n) => a.length ? [a.slice(0, n), ...exports.chunk(a.slice(n), n)] : [];\n",
+    "src/async.js": "exports.delay = (v) => new Promise((r) => setTimeout(() => r(v), 1));\n",
+    "tests/sum.test.js": "const sum = require('../src/sum');\ntest('adds', () => expect(sum(1, 2)).toBe(3));\n"
+                         "test('negatives', () => expect(sum(-1, -2)).toBe(-3));\n",
+    "tests/strings.test.js": "const s = require('../src/strings');\ndescribe('strings', () => {\n"
+                             "  test('capitalize', () => expect(s.capitalize('ab')).toBe('Ab'));\n"
+                             "  test('reverse', () => expect(s.reverse('ab')).toBe('ba'));\n});\n",
+    "tests/array.test.js": "const a = require('../src/array');\ntest('unique', () => expect(a.unique([1, 1, 2])).toEqual([1, 2]));\n"
+                           "test('chunk', () => expect(a.chunk([1, 2, 3], 2)).toEqual([[1, 2], [3]]));\n",
+    "tests/async.test.js": "const { delay } = require('../src/async');\ntest('resolves', () => expect(delay(4)).resolves.toBe(4));\n",
+    "tests/mock.test.js": "test('fn', () => { const f = jest.fn(); f(1); expect(f).toHaveBeenCalledWith(1); });\n"
+                          "test('shape', () => expect({ a: 1, b: 2 }).toMatchObject({ a: 1 }));\n",
+}
+JEST = ["node", "/opt/etai/node_modules/jest/bin/jest.js", "--ci", "--json", "--silent"]
+
+
+def write_project(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "package.json").write_text(json.dumps({"name": "bench", "private": True,
+                                                   "jest": {"testEnvironment": "node"}}))
+    for name, text in FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def check_ok(proc: subprocess.CompletedProcess, way: str) -> None:
+    out = proc.stdout
+    report = json.loads(out[out.index("{"):])
+    if report["numPassedTests"] != 9:
+        raise SystemExit(f"{way}: expected 9 passing tests, got {report['numPassedTests']}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=20, help="steps per way (default 20)")
+    args = ap.parse_args()
+
+    from harness import image, sandbox, tools
+
+    tag = image.ensure_image()
+    tmp = Path(tempfile.mkdtemp(prefix="etai-bench-"))
+    proj = write_project(tmp / "proj")
+    sb = sandbox.start("docker", proj, image=tag)
+    try:
+        first = tools.call(sb, "jest_run", {})  # the runner's first run (cold cache) is not a step
+        assert first.status == "passed" and first.data["num_passed"] == 9, first
+
+        def naive():
+            p = subprocess.run(["docker", "run", "--rm", "--network", "none", "--label", "etai=1",
+                                "-v", f"{proj}:/w:ro", "-e", "TMPDIR=/tmp", "-w", "/w", "--user", "10001:10001",
+                                tag, *JEST],
+                               capture_output=True, text=True, timeout=60)
+            check_ok(p, "naive")
+
+        def exec_oneshot():
+            p = subprocess.run(["docker", "exec", "-w", "/scratch/ws", sb.name, *JEST],
+                               capture_output=True, text=True, timeout=60)
+            check_ok(p, "exec")
+
+        def etai():
+            r = tools.call(sb, "jest_run", {})
+            if r.status != "passed" or r.data["num_passed"] != 9:
+                raise SystemExit(f"etai: {r}")
+
+        ways = {"naive": naive, "exec": exec_oneshot, "etai": etai}
+        for fn in ways.values():  # warm every path once
+            fn()
+        times: dict[str, list[float]] = {w: [] for w in ways}
+        for i in range(args.steps):
+            order = list(ways)
+            random.shuffle(order)
+            for w in order:
+                t0 = time.perf_counter()
+                ways[w]()
+                times[w].append((time.perf_counter() - t0) * 1000)
+            print(f"\rround {i + 1}/{args.steps}", end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
+    finally:
+        sb.close()
+
+    p50 = {w: statistics.median(t) for w, t in times.items()}
+    print(f"jest_run step, 5 test files / 9 tests, {args.steps} interleaved rounds")
+    print(f"{'way':<8}{'p50 ms':>10}{'p90 ms':>10}{'min ms':>10}")
+    for w, t in times.items():
+        print(f"{w:<8}{p50[w]:>10.1f}{pct(t, 0.9):>10.1f}{min(t):>10.1f}")
+    print(f"etai is {p50['naive'] / p50['etai']:.1f}x faster than naive (p50), "
+          f"{p50['exec'] / p50['etai']:.1f}x faster than exec one-shot")
+    ok = p50["etai"] <= 150 and p50["naive"] / p50["etai"] >= 6
+    print("targets (p50 <= 150 ms, >= 6x naive):", "met" if ok else "NOT met")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
