@@ -12,8 +12,9 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any, Callable, Generic, Sequence, TypeVar
+from typing import Any, Generic, TypeVar
 
 In = TypeVar("In")
 Out = TypeVar("Out")
@@ -83,7 +84,7 @@ class MicroBatcher(Generic[In, Out]):
             outs = list(self._run_batch([item for item, _ in batch]))
             if len(outs) != len(batch):
                 raise RuntimeError(f"batch of {len(batch)} gave {len(outs)} results")
-        except BaseException as e:  # every waiter must wake up, whatever happened
+        except BaseException as e:  # noqa: BLE001  every waiter must wake up, whatever happened
             for _, fut in batch:
                 fut.set_exception(e)
             return

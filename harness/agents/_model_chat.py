@@ -15,10 +15,23 @@ saved with it can be served by vLLM or ``transformers serve`` and see what it wa
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from harness.etai_format import (OUTPUT, STEP, Action, FinalAnswer, InvalidAction, defuse, parse_action,
-                                 render_action, render_context, render_final, render_prompt, render_result)
+from harness.etai_format import (
+    OUTPUT,
+    STEP,
+    Action,
+    FinalAnswer,
+    InvalidAction,
+    defuse,
+    parse_action,
+    render_action,
+    render_context,
+    render_final,
+    render_prompt,
+    render_result,
+)
 
 ETAI_CHAT_TEMPLATE = (
     "{%- for m in messages -%}"
@@ -100,7 +113,7 @@ def message_of(response: Any) -> Mapping[str, Any]:
     except (KeyError, IndexError, TypeError):
         raise ValueError(f"no choices[0].message in the response: {json.dumps(response)[:300]}") from None
     if not isinstance(message, Mapping):
-        raise ValueError("choices[0].message is not an object")
+        raise ValueError("choices[0].message is not an object")  # noqa: TRY004  (one error type for bad shapes)
     return message
 
 

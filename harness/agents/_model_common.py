@@ -10,9 +10,10 @@ import hashlib
 import json
 import os
 import zlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from harness.errors import InputError
 from harness.etai_format import DEFAULT_MAX_RESULT_CHARS, parse_action, render_prompt
@@ -48,7 +49,7 @@ class Generation:
         return self.temperature <= 0.0
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any], **defaults: Any) -> "Generation":
+    def from_options(cls, options: Mapping[str, Any], **defaults: Any) -> Generation:
         """From the CLI's options; absent keys fall back to ``defaults`` and then the class defaults."""
         base = cls(**defaults)
         return cls(

@@ -15,13 +15,19 @@ the same batch, which concurrent runs do not promise. Greedy decoding is.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from harness.agents import AgentContext, TaskView, register
 from harness.agents._model_batcher import MicroBatcher
-from harness.agents._model_common import (Generation, TextEpisode, folder_fingerprint, folder_settings,
-                                          tool_names_of)
+from harness.agents._model_common import (
+    Generation,
+    TextEpisode,
+    folder_fingerprint,
+    folder_settings,
+    tool_names_of,
+)
 from harness.errors import InfraError, InputError
 from harness.etai_format import STOP_MARKERS
 
@@ -58,7 +64,7 @@ class HFAgent:
             raise InputError(f"cannot load model or tokenizer: {type(e).__name__}: {e}", where=str(folder)) from None
         self.model.eval()
         tok = self.tokenizer
-        self.pad_id = next((i for i in (tok.pad_token_id, tok.eos_token_id, 0) if i is not None))
+        self.pad_id = next(i for i in (tok.pad_token_id, tok.eos_token_id, 0) if i is not None)
         self.marker_ids = _single_token_ids(tok, STOP_MARKERS)  # None: markers are not tokens here
         self.eos_ids = {i for i in (tok.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None))
                         if isinstance(i, int)}
@@ -101,8 +107,8 @@ class HFAgent:
         # Left padding: every row's next token is at the same position, as generate expects.
         ids = torch.tensor([[self.pad_id] * (width - len(r)) + r for r in rows], device=self.device)
         mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self.device)
-        kwargs: dict[str, Any] = dict(max_new_tokens=self.gen.max_new_tokens, pad_token_id=self.pad_id,
-                                      do_sample=not self.gen.greedy)
+        kwargs: dict[str, Any] = {"max_new_tokens": self.gen.max_new_tokens, "pad_token_id": self.pad_id,
+                                  "do_sample": not self.gen.greedy}
         if self.gen.greedy:
             kwargs.update(temperature=None, top_p=None, top_k=None)  # silence the config's sampling defaults
         else:

@@ -2,9 +2,10 @@
 
 Nothing is downloaded. A byte-level BPE is trained on the bundled suite's ETAI texts (the same
 helper the fine-tuning stack uses), the ETAI markers are added as special tokens, the ETAI chat
-template is set, a 2-layer GPT-2 is built from a config and fitted for a few seconds on the same
-texts (so it emits some well-formed actions, and plenty of malformed ones), and everything is
-written with ``save_pretrained``. Tests assert the protocol, never the model's quality.
+template is set, a 2-layer GPT-2 is built from a config and fitted for a few seconds on a
+scripted three-step rollout: a well-formed ``git_status``, then a malformed action (broken JSON,
+which the harness must record as an invalid action), then a final answer. Everything is written
+with ``save_pretrained``. Tests assert the protocol, never the model's quality.
 
     python tests/harness/tiny_model.py OUT_DIR     # build one by hand (for `etai run --agent hf:OUT_DIR`)
 """
@@ -22,7 +23,12 @@ MAX_RESULT_CHARS = 300  # written to etai.json: the hf backend renders prompts t
 MAX_POSITIONS = 2048
 
 
-def build(folder: Path, *, steps: int = 60, seed: int = 0) -> Path:
+FIRST_ACTION = "<STEP><TOOL>git_status<ARGS>{}<RESULT>"
+MALFORMED = '<STEP><TOOL>file_read<ARGS>{"file": <RESULT>'
+FINAL = "<OUTPUT>done<TRACE_END>"
+
+
+def build(folder: Path, *, steps: int = 80, seed: int = 0) -> Path:
     """Write the model to ``folder`` (reused if it is already there). Returns the folder."""
     if (folder / "config.json").is_file():
         return folder
@@ -43,7 +49,8 @@ def build(folder: Path, *, steps: int = 60, seed: int = 0) -> Path:
     model.config.pad_token_id, model.config.eos_token_id = tok.pad_token_id, tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     model.generation_config.eos_token_id = tok.eos_token_id
-    _fit(model, tok, texts, steps)
+    # Full traces would take minutes to fit on two cores; the scripted rollout takes seconds.
+    _fit(model, tok, _script(sessions), steps)
     tmp = folder.with_name(folder.name + ".partial")
     model.save_pretrained(str(tmp))
     tok.save_pretrained(str(tmp))
@@ -52,15 +59,30 @@ def build(folder: Path, *, steps: int = 60, seed: int = 0) -> Path:
     return folder
 
 
-def _fit(model, tok, texts: list[str], steps: int) -> None:
-    """A few full-batch Adam steps of plain next-token loss: enough for the markers' grammar."""
+def _script(sessions: list[dict]) -> list[tuple[str, str]]:
+    """(prompt, completion) pairs: each session's first step, and the later two for a few of them."""
+    from harness.etai_format import parse_action, render_prompt
+
+    ok = {"step": 1, "tool_called": "git_status", "tool_args": {}, "execution_result": {"output": "", "status": "ok"}}
+    bad = {"step": 2, "tool_called": "invalid_action", "tool_args": {},
+           "execution_result": {"status": "invalid_action", "error": parse_action(MALFORMED).reason}}
+    pairs = [(render_prompt(s, (), MAX_RESULT_CHARS), FIRST_ACTION) for s in sessions]
+    for s in sessions[:5]:
+        pairs.append((render_prompt(s, [ok], MAX_RESULT_CHARS), MALFORMED))
+        pairs.append((render_prompt(s, [ok, bad], MAX_RESULT_CHARS), FINAL))
+    return pairs
+
+
+def _fit(model, tok, pairs: list[tuple[str, str]], steps: int) -> None:
+    """Full-batch Adam steps of next-token loss on each completion given its prompt."""
     import torch
 
-    ids = [tok(t)["input_ids"][:512] for t in texts]
-    width = max(len(r) for r in ids)
-    batch = torch.tensor([r + [tok.pad_token_id] * (width - len(r)) for r in ids])
-    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in ids])
-    labels = batch.masked_fill(mask == 0, -100)
+    rows = [(tok(p)["input_ids"], tok(c, add_special_tokens=False)["input_ids"]) for p, c in pairs]
+    width = max(len(p) + len(c) for p, c in rows)
+    pad = [tok.pad_token_id] * width
+    batch = torch.tensor([(p + c + pad)[:width] for p, c in rows])
+    labels = torch.tensor([([-100] * len(p) + c + [-100] * width)[:width] for p, c in rows])
+    mask = torch.tensor([[1] * (len(p) + len(c)) + [0] * (width - len(p) - len(c)) for p, c in rows])
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     model.train()
     for _ in range(steps):

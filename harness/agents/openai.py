@@ -1,0 +1,178 @@
+"""``openai:BASE_URL[#MODEL]`` — an OpenAI-compatible chat-completions server (vLLM, TGI,
+``transformers serve``, llama.cpp, hosted APIs).
+
+The tool registry's JSON schemas are sent as function-calling ``tools``; each step replays the
+conversation so far (see ``_model_chat``). A server without tool calling (it rejects ``tools`` with
+a 4xx that mentions them) switches this agent to the ETAI text protocol for good: the prompt is the
+ETAI text, generation stops at its markers, ``parse_action`` reads the reply.
+
+Without ``#MODEL`` the first id of ``GET BASE_URL/models`` is used (``transformers serve`` lists hub
+models there, not the one it serves: name it). A streamed answer (server-sent events) is folded
+into one; ``transformers serve`` 4.57 streams regardless and drops special tokens from its text,
+so an ETAI model's markers do not survive it: use vLLM, or ``hf:`` for a local folder. The fingerprint is the URL and
+the model name: a remote server's weights cannot be hashed, so name a model for caching you trust.
+
+Environment (options from the API override them: timeout_s, max_retries, backoff_s, protocol):
+  ETAI_OPENAI_API_KEY, then OPENAI_API_KEY   bearer token, if set
+  ETAI_OPENAI_TIMEOUT                        seconds per request attempt (default 120)
+  ETAI_OPENAI_MAX_RETRIES                    retries on 429/5xx/timeouts/refused (default 3)
+  ETAI_OPENAI_PROTOCOL                       auto (default) | tools | text
+
+An unreachable or failing server raises InfraError from ``act`` after the retries: the row is
+``infra_error`` and the next run retries the session. Requests run concurrently from the runner's
+worker threads; the server batches them (vLLM and TGI do so continuously).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.agents import AgentContext, TaskView, register
+from harness.agents._model_chat import (
+    decide_tools,
+    message_of,
+    text_decision,
+    text_messages,
+    tool_messages,
+)
+from harness.agents._model_common import Generation, env_first, step_seed, tool_names_of
+from harness.agents._model_http import HttpStatus, RetryPolicy, request_json
+from harness.errors import InfraError, InputError
+from harness.etai_format import STOP_MARKERS, InvalidAction
+
+PROTOCOLS = ("auto", "tools", "text")
+_CONTEXT_WORDS = ("context length", "context window", "maximum context", "too long", "too many tokens")
+
+
+class OpenAIAgent:
+    def __init__(self, base_url: str, model: str | None, ctx: AgentContext):
+        if not base_url.startswith(("http://", "https://")) or len(base_url) <= len("https://"):
+            raise InputError(f"expected openai:http(s)://HOST[:PORT]/v1[#MODEL], got openai:{base_url}",
+                             where="--agent")
+        opts = dict(ctx.options)
+        self.base_url = base_url.rstrip("/")
+        self.spec = f"openai:{base_url}" + (f"#{model}" if model else "")
+        self.fingerprint = hashlib.sha256(f"{self.base_url}#{model or ''}".encode()).hexdigest()[:16]
+        self.gen = Generation.from_options(opts)
+        protocol = str(opts.get("protocol") or env_first("ETAI_OPENAI_PROTOCOL") or "auto")
+        if protocol not in PROTOCOLS:
+            raise InputError(f"protocol must be one of {', '.join(PROTOCOLS)} (got {protocol!r})",
+                             where="ETAI_OPENAI_PROTOCOL")
+        self.protocol = protocol
+        self.policy = RetryPolicy(
+            timeout_s=float(opts.get("timeout_s") or env_first("ETAI_OPENAI_TIMEOUT") or RetryPolicy.timeout_s),
+            max_retries=int(opts.get("max_retries", env_first("ETAI_OPENAI_MAX_RETRIES") or RetryPolicy.max_retries)),
+            backoff_s=float(opts.get("backoff_s", RetryPolicy.backoff_s)))
+        key = env_first("ETAI_OPENAI_API_KEY", "OPENAI_API_KEY")
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._model = model
+        self._lock = threading.Lock()
+
+    # --------------------------------------------------------------------------- Agent
+    def start(self, task: TaskView, sample: int) -> ChatEpisode:
+        return ChatEpisode(self, task, sample)
+
+    def close(self) -> None:
+        pass
+
+    @property
+    def mode(self) -> str:
+        return "text" if self.protocol == "text" else "tools"
+
+    # --------------------------------------------------------------------------- HTTP
+    def model(self) -> str:
+        with self._lock:
+            if self._model is None:
+                listing = self._call("GET", "/models", None)
+                try:
+                    self._model = str(listing["data"][0]["id"])
+                except (KeyError, IndexError, TypeError):
+                    raise InfraError(f"{self.base_url}/models lists no model; name one: {self.spec}#MODEL") from None
+            return self._model
+
+    def _call(self, method: str, path: str, body: Any) -> Any:
+        try:
+            return request_json(method, self.base_url + path, body, headers=self._headers, policy=self.policy)
+        except HttpStatus as e:
+            if e.status in (401, 403):
+                raise InfraError(f"{self.base_url}{path}: {e} (set ETAI_OPENAI_API_KEY or OPENAI_API_KEY)") from None
+            raise
+
+    def chat(self, body: dict[str, Any]) -> Mapping[str, Any]:
+        """POST /chat/completions; HttpStatus (4xx) is left to the caller, everything else is InfraError."""
+        response = self._call("POST", "/chat/completions", body)
+        try:
+            return message_of(response)
+        except ValueError as e:
+            raise InfraError(f"{self.base_url}/chat/completions: {e}") from None
+
+    def drop_tools(self, error: HttpStatus) -> bool:
+        """Switch to the text protocol if ``error`` says the server cannot call tools (auto mode only)."""
+        if self.protocol == "auto" and error.status in (400, 404, 422, 501) and "tool" in error.message.lower():
+            self.protocol = "text"
+            return True
+        return False
+
+
+@dataclass
+class ChatEpisode:
+    agent: OpenAIAgent
+    task: TaskView
+    sample: int
+    sent: list[dict[str, Any]] = field(default_factory=list)  # assistant message per step (tools protocol)
+
+    def __post_init__(self) -> None:
+        self.tools = tool_names_of(self.task.tools)
+        self.record = self.task.record()
+
+    def act(self, observations: Sequence[Mapping[str, Any]]):
+        step = len(observations) + 1
+        del self.sent[len(observations):]  # a step the loop never saw (an earlier act that raised)
+        gen = self.agent.gen
+        body: dict[str, Any] = {"model": self.agent.model(), "max_tokens": gen.max_new_tokens,
+                                "temperature": gen.temperature, "top_p": gen.top_p,
+                                "stream": False}
+        if not gen.greedy:
+            body["seed"] = step_seed(self.task.session_id, self.sample, step)
+        try:
+            if self.agent.mode == "tools":
+                try:
+                    return self._tools_step(body, observations, step)
+                except HttpStatus as e:
+                    if not self.agent.drop_tools(e):
+                        raise
+            return self._text_step(body, observations)
+        except HttpStatus as e:
+            if any(w in e.message.lower() for w in _CONTEXT_WORDS):
+                # The prompt outgrew the model: the agent's problem, not the server's; retrying won't help.
+                return InvalidAction(f"the server rejected the prompt: {e}", e.message[:200])
+            raise InfraError(f"{self.agent.base_url}/chat/completions: {e}") from None
+
+    def _tools_step(self, body: dict[str, Any], observations: Sequence[Mapping[str, Any]], step: int):
+        body = dict(body, tools=self.task.tools, tool_choice="auto",
+                    messages=tool_messages(self.record, observations, self.sent, self.agent.gen.max_result_chars))
+        decision, said = decide_tools(self.agent.chat(body), self.tools, step)
+        self.sent.append(said)
+        return decision
+
+    def _text_step(self, body: dict[str, Any], observations: Sequence[Mapping[str, Any]]):
+        body = dict(body, stop=list(STOP_MARKERS),
+                    messages=text_messages(self.record, observations, self.task.tools, self.agent.gen.max_result_chars))
+        message = self.agent.chat(body)
+        content = message.get("content")
+        return text_decision(content if isinstance(content, str) else "", self.tools)[0]
+
+
+def _factory(arg: str | None, ctx: AgentContext) -> OpenAIAgent:
+    if not arg:
+        raise InputError("openai needs a server: openai:BASE_URL[#MODEL], e.g. openai:http://127.0.0.1:8000/v1#my-model",
+                         where="--agent")
+    base_url, sep, model = arg.partition("#")
+    return OpenAIAgent(base_url, model if sep and model else None, ctx)
+
+
+register("openai", _factory, "an OpenAI-compatible chat-completions server (openai:BASE_URL[#MODEL])")

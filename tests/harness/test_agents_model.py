@@ -1,0 +1,285 @@
+"""Model backends without a model: specs, options, the micro-batcher, and the openai: client against
+small real HTTP servers on 127.0.0.1 (down, 500 then 200, hanging, no tool calling, bad replies).
+
+The parser's fuzz test (200+ malformed outputs, zero exceptions) lives in test_etai_format.py.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # the helper modules beside this file
+
+from openai_server import VLLM_NO_TOOLS, ScriptedServer, chat_answer, serve
+
+from harness import tools
+from harness.agents import AgentContext, TaskView, from_spec, known
+from harness.agents._model_batcher import BatcherClosed, MicroBatcher
+from harness.agents._model_common import Generation
+from harness.errors import InfraError, InputError
+from harness.etai_format import Action, FinalAnswer, InvalidAction
+from harness.sessions import load_suite
+
+SUITE = load_suite("jest-bugfix")
+FAST = {"timeout_s": 1.0, "max_retries": 2, "backoff_s": 0.05}
+
+
+def _task(i: int = 0) -> TaskView:
+    return TaskView.of(SUITE.sessions[i], max_steps=5, k=3)
+
+
+def _agent(url: str, **options):
+    return from_spec(f"openai:{url}#scripted", AgentContext(SUITE, {**FAST, **options}))
+
+
+def _call(name: str, args: str, call_id: str = "c1") -> dict:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+# ------------------------------------------------------------------------------ registry and specs
+def test_backends_register_and_import_cheaply():
+    code = ("import sys; from harness.agents import known; names = known(); "
+            "print(sorted(names), sorted({'torch', 'transformers', 'requests'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['hf', 'noop', 'openai', 'oracle', 'replay'] []"
+    assert "hf:PATH" in known()["hf"] and "BASE_URL" in known()["openai"]
+
+
+@pytest.mark.parametrize("spec", ["hf", "hf:/no/such/folder", "openai", "openai:ftp://x", "openai:localhost:8000"])
+def test_bad_specs_are_input_errors(spec, tmp_path):
+    with pytest.raises(InputError):
+        from_spec(spec, AgentContext(SUITE))
+
+
+def test_hf_folder_without_config_is_input_error(tmp_path):
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    with pytest.raises(InputError, match="no config.json"):
+        from_spec(f"hf:{tmp_path}", AgentContext(SUITE))
+
+
+def test_generation_options():
+    assert Generation.from_options({}) == Generation()
+    g = Generation.from_options({"temperature": "0.7", "top_p": 0.9, "max_new_tokens": 16, "other": 1})
+    assert (g.temperature, g.top_p, g.max_new_tokens, g.greedy) == (0.7, 0.9, 16, False)
+    assert Generation.from_options({"temperature": None}, max_new_tokens=8).max_new_tokens == 8
+    for bad in ({"temperature": -1}, {"top_p": 0}, {"max_new_tokens": 0}, {"temperature": "hot"}):
+        with pytest.raises(InputError):
+            Generation.from_options(bad)
+
+
+def test_openai_spec_and_fingerprint():
+    a = from_spec("openai:http://127.0.0.1:9/v1/#m1", AgentContext(SUITE))
+    b = from_spec("openai:http://127.0.0.1:9/v1#m2", AgentContext(SUITE))
+    assert a.spec == "openai:http://127.0.0.1:9/v1/#m1" and a.base_url == "http://127.0.0.1:9/v1"
+    assert a.fingerprint != b.fingerprint and len(a.fingerprint) == 16
+
+
+# ------------------------------------------------------------------------------ micro-batcher
+def test_micro_batcher_batches_concurrent_calls_and_propagates_errors():
+    gate = threading.Event()
+
+    def run(items):
+        gate.wait(2)
+        if "boom" in items:
+            raise RuntimeError("boom")
+        return [x.upper() for x in items]
+
+    b = MicroBatcher(run, max_batch=4, wait_s=0.2)
+    out: dict[str, object] = {}
+
+    def call(x):
+        try:
+            out[x] = b.submit(x)
+        except RuntimeError as e:
+            out[x] = e
+
+    threads = [threading.Thread(target=call, args=(x,)) for x in "abc"]
+    [t.start() for t in threads]
+    time.sleep(0.05)
+    gate.set()
+    [t.join() for t in threads]
+    assert out == {"a": "A", "b": "B", "c": "C"} and b.batch_sizes == [3]
+    assert isinstance(_submit_in_thread(b, "boom"), RuntimeError)  # the error, not a hang
+    b.close()
+    with pytest.raises(BatcherClosed):
+        b.submit("late")
+
+
+def _submit_in_thread(b, x):
+    try:
+        return b.submit(x)
+    except RuntimeError as e:
+        return e
+
+
+# ------------------------------------------------------------------------------ openai: failures
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_server_down_is_infra_error_naming_the_url():
+    url = f"http://127.0.0.1:{_free_port()}/v1"  # bound, then closed: nothing listens
+    ep = _agent(url).start(_task(), 0)
+    t0 = time.monotonic()
+    with pytest.raises(InfraError, match=r"unreachable .*gave up after 3 attempt\(s\).*retried on the next run"):
+        ep.act([])
+    assert time.monotonic() - t0 < 5
+
+
+def test_500_then_200_is_retried_and_succeeds():
+    server = ScriptedServer([(500, {"error": {"message": "overloaded"}}, 0),
+                             (503, "Service Unavailable", 0),
+                             (200, chat_answer(None, [_call("git_diff", "{}")]), 0)])
+    with serve(server) as url:
+        assert _agent(url).start(_task(), 0).act([]) == Action("git_diff", {})
+    assert len(server.requests) == 3
+
+
+def test_server_failing_past_the_retries_is_infra_error():
+    server = ScriptedServer([(500, {"error": {"message": "CUDA out of memory"}}, 0)])
+    with serve(server) as url, pytest.raises(InfraError, match="HTTP 500: CUDA out of memory"):
+        _agent(url, max_retries=1).start(_task(), 0).act([])
+    assert len(server.requests) == 2
+
+
+def test_hanging_server_times_out_as_infra_error():
+    server = ScriptedServer([(200, chat_answer("late"), 3.0)])
+    with serve(server) as url:
+        t0 = time.monotonic()
+        with pytest.raises(InfraError, match=r"no answer within 0.3s \(timeout\)"):
+            _agent(url, timeout_s=0.3, max_retries=1).start(_task(), 0).act([])
+        assert time.monotonic() - t0 < 2.5
+
+
+def test_429_is_retried_the_key_is_sent_and_401_names_it(monkeypatch):
+    server = ScriptedServer([(429, {"error": {"message": "slow down"}}, 0), (200, chat_answer("done"), 0)])
+    monkeypatch.setenv("ETAI_OPENAI_API_KEY", "sk-test")
+    with serve(server) as url:
+        assert _agent(url).start(_task(), 0).act([]) == FinalAnswer("done")
+    assert server.headers[0]["Authorization"] == "Bearer sk-test"
+    with serve(ScriptedServer([(401, {"error": {"message": "bad key"}}, 0)])) as url, \
+            pytest.raises(InfraError, match="ETAI_OPENAI_API_KEY"):
+        _agent(url).start(_task(), 0).act([])
+
+
+@pytest.mark.parametrize("answer", [{"choices": []}, "not json at all", {"object": "chat.completion"}])
+def test_malformed_server_answers_are_infra_errors(answer):
+    with serve(ScriptedServer([(200, answer, 0)])) as url, pytest.raises(InfraError):
+        _agent(url, max_retries=0).start(_task(), 0).act([])
+
+
+def test_prompt_too_long_is_an_invalid_action_not_an_infra_error():
+    msg = "This model's maximum context length is 2048 tokens. However, you requested 4000 tokens"
+    with serve(ScriptedServer([(400, {"error": {"message": msg}}, 0)])) as url:
+        got = _agent(url).start(_task(), 0).act([])
+    assert isinstance(got, InvalidAction) and "maximum context length" in got.reason
+
+
+# ------------------------------------------------------------------------------ openai: protocol
+def test_tools_protocol_sends_schemas_and_replays_the_conversation():
+    server = ScriptedServer([(200, chat_answer(None, [_call("file_read", '{"file": "src/a.js"}', "abc")]), 0),
+                             (200, chat_answer(None, [_call("rm_rf", "{}")]), 0),
+                             (200, chat_answer(None, [_call("file_read", '{"file": ')]), 0),
+                             (200, chat_answer("Fixed the null check."), 0)])
+    obs = []
+    with serve(server) as url:
+        ep = _agent(url, temperature=0.5, max_new_tokens=32).start(_task(), 1)
+        got = [ep.act(obs)]
+        obs.append({"step": 1, "tool_called": "file_read", "tool_args": {"file": "src/a.js"},
+                    "execution_result": {"content": "x", "status": "ok"}})
+        for _ in range(3):
+            got.append(ep.act(obs))
+            reason = getattr(got[-1], "reason", "")
+            obs.append({"step": len(obs) + 1, "tool_called": "invalid_action", "tool_args": {},
+                        "execution_result": {"status": "invalid_action", "error": reason}})
+    assert got[0] == Action("file_read", {"file": "src/a.js"})
+    assert isinstance(got[1], InvalidAction) and "unknown tool 'rm_rf'" in got[1].reason
+    assert isinstance(got[2], InvalidAction) and "malformed JSON arguments" in got[2].reason
+    assert got[3] == FinalAnswer("Fixed the null check.")
+    first, last = server.requests[0], server.requests[-1]
+    assert first["tools"] == tools.schemas() and first["tool_choice"] == "auto"
+    assert (first["model"], first["max_tokens"], first["temperature"]) == ("scripted", 32, 0.5)
+    assert "seed" in first  # sampled: seeded per (session, sample, step)
+    roles = [m["role"] for m in last["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant", "tool"]
+    assert last["messages"][3] == {"role": "tool", "tool_call_id": "abc",
+                                   "content": '{"content": "x", "status": "ok"}'}
+    assert last["messages"][6]["tool_calls"][0]["function"]["arguments"] == "{}"  # bad JSON not replayed
+    assert "malformed JSON" in last["messages"][7]["content"]
+
+
+def test_server_without_tool_calling_falls_back_to_the_text_protocol():
+    server = ScriptedServer([(400, {"error": {"message": VLLM_NO_TOOLS}}, 0),
+                             (200, chat_answer("<STEP><TOOL>git_diff<ARGS>{}"), 0),
+                             (200, chat_answer("I think the bug is in line 3"), 0)])
+    with serve(server) as url:
+        agent = _agent(url)
+        ep = agent.start(_task(), 0)
+        assert ep.act([]) == Action("git_diff", {}) and agent.mode == "text"
+        got = ep.act([{"step": 1, "tool_called": "git_diff", "tool_args": {}, "execution_result": {"diff": ""}}])
+    assert isinstance(got, InvalidAction) and "must start with <STEP> or <OUTPUT>" in got.reason
+    text_req = server.requests[1]
+    assert "tools" not in text_req and text_req["stop"] == ["<RESULT>", "<TRACE_END>"]
+    assert text_req["messages"][1]["content"].startswith("<INST>")
+    assert server.requests[2]["messages"][1]["content"].endswith('<STEP><TOOL>git_diff<ARGS>{}<RESULT>{"diff": ""}\n')
+
+
+def test_forced_tools_protocol_does_not_fall_back():
+    with serve(ScriptedServer([(400, {"error": {"message": VLLM_NO_TOOLS}}, 0)])) as url, \
+            pytest.raises(InfraError, match="HTTP 400"):
+        _agent(url, protocol="tools").start(_task(), 0).act([])
+
+
+def test_model_is_resolved_from_the_server_when_not_named():
+    server = ScriptedServer([(200, chat_answer("<OUTPUT>nothing to do<TRACE_END>"), 0)])
+    with serve(server) as url:
+        agent = from_spec(f"openai:{url}", AgentContext(SUITE, FAST))
+        assert agent.start(_task(), 0).act([]) == FinalAnswer("nothing to do")
+    assert server.requests[0]["model"] == "scripted"
+
+
+def test_concurrent_episodes_do_not_share_state():
+    server = ScriptedServer([(200, chat_answer(None, [_call("git_status", "{}")]), 0.05)])
+    with serve(server) as url:
+        agent = _agent(url)
+        results = []
+        threads = [threading.Thread(target=lambda i=i: results.append(agent.start(_task(i), 0).act([])))
+                   for i in range(6)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+    assert results == [Action("git_status", {})] * 6
+    assert sorted(json.loads(json.dumps(r["messages"][1]["content"]))[:6] for r in server.requests) == ["<INST>"] * 6
+
+
+def test_streamed_answers_are_folded_into_one():
+    """Servers that stream regardless of ``stream: false`` (transformers serve 4.57) still work."""
+
+    class Streaming(ScriptedServer):
+        def post(self, h, body):
+            self.requests.append(body)
+            chunks = [{"choices": [{"delta": {"role": "assistant"}, "index": 0}]},
+                      {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c9", "function":
+                                                              {"name": "file_read", "arguments": '{"fi'}}]}}]},
+                      {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": 'le": "a.js"}'}}]}}]},
+                      {"choices": [{"delta": {}, "index": 0, "finish_reason": "tool_calls"}]}]
+            raw = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+            h.send_response(200)
+            h.send_header("Content-Type", "text/event-stream")
+            h.send_header("Content-Length", str(len(raw)))
+            h.end_headers()
+            h.wfile.write(raw)
+
+    server = Streaming([])
+    with serve(server) as url:
+        assert _agent(url).start(_task(), 0).act([]) == Action("file_read", {"file": "a.js"})
+    assert server.requests[0]["stream"] is False
