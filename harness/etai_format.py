@@ -243,7 +243,9 @@ def parse_action(
         return _invalid(f"output too long: {len(text)} chars > {max_chars}", text)
     body = text.lstrip()
     if body.startswith(OUTPUT):
-        answer = body[len(OUTPUT) :].split(FINAL_END, 1)[0]
+        answer = body[len(OUTPUT) :]
+        for marker in STOP_MARKERS:  # a generator may stop on either marker
+            answer = answer.split(marker, 1)[0]
         return FinalAnswer(text=answer.strip())
     if not body.startswith(STEP):
         if not body:

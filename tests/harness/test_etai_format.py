@@ -211,3 +211,10 @@ def test_import_is_pure_stdlib():
     code = "import sys, harness.etai_format; bad = {'torch', 'composer', 'transformers'} & set(sys.modules); print(sorted(bad))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_final_answer_ends_at_either_stop_marker():
+    from harness.etai_format import FinalAnswer, parse_action
+
+    assert parse_action("<OUTPUT>done<RESULT>junk") == FinalAnswer("done")
+    assert parse_action("<OUTPUT>done<TRACE_END>junk") == FinalAnswer("done")
