@@ -235,5 +235,5 @@ def test_container_profile_is_hardened(tmp_path, image):
     assert hc["NetworkMode"] == "none" and hc["CapDrop"] == ["ALL"] and hc["ReadonlyRootfs"]
     assert "no-new-privileges" in hc["SecurityOpt"] and hc["IpcMode"] == "none" and hc["Init"]
     assert hc["Memory"] == hc["MemorySwap"] == 512 << 20 and hc["PidsLimit"] == 256
-    assert hc["LogConfig"]["Type"] == "none" and hc["NanoCpus"] == 10**9
+    assert hc["LogConfig"]["Type"] == "none" and hc["NanoCpus"] == 2 * 10**9
     assert "/scratch" in hc["Tmpfs"] and "noexec" in hc["Tmpfs"]["/scratch"]

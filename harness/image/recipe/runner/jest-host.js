@@ -11,6 +11,14 @@ const path = require('path');
 const WS = path.resolve(process.env.ETAI_WORKSPACE || '/scratch/ws');
 const JEST = process.env.ETAI_JEST || path.join(__dirname, 'node_modules', 'jest');
 const { runCLI } = require(JEST);
+
+// Jest's file crawler spawns `find` twice on every run (a probe, then the crawl) unless
+// forceNodeFilesystemAPI is set; for a workspace of a few dozen files, reading it with fs in this
+// process is 10-20 ms faster per step. Only that crawler option changes.
+const hasteDir = path.dirname(require.resolve('jest-haste-map/package.json', { paths: [JEST] }));
+const crawler = require(path.join(hasteDir, 'build', 'crawlers', 'node.js'));
+const nodeCrawl = crawler.nodeCrawl;
+crawler.nodeCrawl = (options) => nodeCrawl(Object.assign({}, options, { forceNodeFilesystemAPI: true }));
 const send = process.send.bind(process);
 
 function drained(stream) {
@@ -53,12 +61,14 @@ async function run(nonce, testFiles, namePattern) {
     argv._ = testFiles.map((f) => path.resolve(WS, f));
   }
   if (namePattern) argv.testNamePattern = namePattern;
+  const t0 = process.hrtime.bigint();
   const { results } = await runCLI(argv, [WS]);
+  const jestMs = Number(process.hrtime.bigint() - t0) / 1e6;
   // Let what tests wrote reach the runner before the answer does, so its output cap can act:
   // writes to a pipe queue up in this process, and a flood would otherwise outrun the answer.
   await drained(process.stdout);
   await drained(process.stderr);
-  send({ nonce, report: slim(results) });
+  send({ nonce, report: slim(results), jest_ms: jestMs });
 }
 
 // The test files Jest would run, asked on the pristine workspace (no test code runs for this).

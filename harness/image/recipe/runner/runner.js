@@ -189,7 +189,7 @@ async function jestRun(req) {
   const expected = req.test_files && req.test_files.length
     ? req.test_files.filter((f) => (testFiles || []).includes(f)) : (testFiles || []);
   if (!r.ok) return Object.assign({ evidence: 'none', expected_files: expected, workspace: WS }, r);
-  return { evidence: 'nonce', workspace: WS, report: r.answer.report, error: r.answer.error || null, expected_files: expected,
+  return { evidence: 'nonce', workspace: WS, report: r.answer.report, jest_ms: r.answer.jest_ms, error: r.answer.error || null, expected_files: expected,
     duration_ms: r.duration_ms, output_bytes: r.output_bytes };
 }
 
