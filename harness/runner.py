@@ -26,31 +26,15 @@ def _pass_ks(samples: int) -> list[int]:
     return [k for k in (1, 2, 5, 10, 20, 50, 100) if k <= samples]
 
 
-def _preflight_cached(session: Session, image: str | None, start, oracle) -> dict[str, Any]:
-    from harness import image as _image
+def _preflight_cached(session: Session, image: str | None, start, oracle, store: ResultStore) -> dict[str, Any]:
     from harness import version
-    from harness.results import read_rows
 
-    cache = _image.cache_dir() / "preflight.jsonl"
     key = cache_key("preflight", session.content_hash(), image, version())
-    for row in read_rows(cache):
-        if row["cache_key"] == key:
-            return row
-    result = preflight(session, oracle, start_sandbox=start)
-    row = {"cache_key": key, "session_id": session.session_id, **result}
-    _append(cache, row)
+    if store.has(key):
+        return store.rows([key])[0]
+    row = {"cache_key": key, "session_id": session.session_id, **preflight(session, oracle, start_sandbox=start)}
+    store.append(row)
     return row
-
-
-def _append(path: Path, row: dict[str, Any]) -> None:
-    import json
-
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (json.dumps(row, sort_keys=True) + "\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def run(suite: str | Path | Suite, agents: Sequence[str], *, k: int | None = None, samples: int = 1,
@@ -153,11 +137,14 @@ def _limits():
 
 def _preflights(sessions, image, start, oracle, workers, progress) -> dict[str, str]:
     """Replay every reference first (cached per session content + image); return the broken ones."""
+    from harness import image as _image
+
     results: dict[str, dict[str, Any]] = {}
     lock = threading.Lock()
+    store = ResultStore(_image.cache_dir() / "preflight")  # shared by every run on this machine
 
     def work(s: Session):
-        r = _preflight_cached(s, image, start, oracle)
+        r = _preflight_cached(s, image, start, oracle, store)
         with lock:
             results[s.session_id] = r
 

@@ -9,13 +9,19 @@ to ``parse_action``. Concurrent episodes are generated together: a micro-batcher
 Options (from the CLI): temperature (0 = greedy, the default), top_p, max_new_tokens, and for this
 backend device (default cuda when available, else cpu), batch_size (8), batch_wait_ms (5),
 max_result_chars (else ``etai.json`` in the folder, else the format's default).
+
+``hfmem:NAME`` is the same agent over a model held in this process (a training job's, through
+``live_model``): nothing is loaded or copied, the model's own device is used, and its train/eval
+mode is the caller's business. The Composer callback ``finetune.callbacks.HarnessEval`` uses it.
 Sampled generation is seeded per batch; it is reproducible only when the same requests meet in
 the same batch, which concurrent runs do not promise. Greedy decoding is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +50,34 @@ class HFAgent:
         self.fingerprint = folder_fingerprint(folder)
         opts = dict(ctx.options)
         self.gen = Generation.from_options(opts, **_trained_with(folder))
+        self.deadline: float | None = None
         self._load(folder, opts.get("device"))
+        self._start_batcher(opts, folder.name)
+
+    @classmethod
+    def from_model(cls, model: Any, tokenizer: Any, ctx: AgentContext, *, spec: str, fingerprint: str,
+                   max_result_chars: int | None = None, deadline: float | None = None) -> HFAgent:
+        """An agent over a live causal LM (a PreTrainedModel or a peft model) and its tokenizer.
+
+        ``deadline`` (``time.monotonic()``): generation requests after it fail as InfraError, so a
+        caller with a time budget gets every remaining row quickly instead of waiting for them.
+        """
+        self = cls.__new__(cls)
+        self.spec, self.folder, self.fingerprint = spec, None, fingerprint
+        opts = dict(ctx.options)
+        trained = {} if max_result_chars is None else {"max_result_chars": int(max_result_chars)}
+        self.gen = Generation.from_options(opts, **trained)
+        self.deadline = deadline
+        self.model, self.tokenizer = model, tokenizer
+        self.device = str(next(model.parameters()).device)
+        self._configure()
+        self._start_batcher(opts, spec.partition(":")[2] or "live")
+        return self
+
+    def _start_batcher(self, opts: dict[str, Any], name: str) -> None:
         self._batcher: MicroBatcher[tuple[str, int], str] = MicroBatcher(
             self._generate_batch, max_batch=int(opts.get("batch_size", 8)),
-            wait_s=float(opts.get("batch_wait_ms", 5)) / 1000, name=f"etai-hf-{folder.name}")
+            wait_s=float(opts.get("batch_wait_ms", 5)) / 1000, name=f"etai-hf-{name}")
 
     # --------------------------------------------------------------------------- loading
     def _load(self, folder: Path, device: str | None) -> None:
@@ -63,6 +93,9 @@ class HFAgent:
         except (OSError, ValueError, KeyError, RuntimeError) as e:
             raise InputError(f"cannot load model or tokenizer: {type(e).__name__}: {e}", where=str(folder)) from None
         self.model.eval()
+        self._configure()
+
+    def _configure(self) -> None:
         tok = self.tokenizer
         self.pad_id = next(i for i in (tok.pad_token_id, tok.eos_token_id, 0) if i is not None)
         self.marker_ids = _single_token_ids(tok, STOP_MARKERS)  # None: markers are not tokens here
@@ -75,6 +108,8 @@ class HFAgent:
         return TextEpisode(task.record(), sample, tool_names_of(task.tools), self.gen, self.complete)
 
     def complete(self, prompt: str, seed: int) -> str:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise InfraError(f"{self.spec}: the evaluation's time budget is spent")
         try:
             return self._batcher.submit((prompt, seed))
         except InfraError:
@@ -175,3 +210,35 @@ def _factory(arg: str | None, ctx: AgentContext) -> HFAgent:
 
 
 register("hf", _factory, "a local transformers causal LM (hf:PATH, a save_pretrained folder)")
+
+# Live models by name. A spec string must name them because the runner builds agents from specs
+# (so that every caller, the CLI included, goes through one path and one cache key scheme).
+_LIVE: dict[str, dict[str, Any]] = {}
+
+
+@contextmanager
+def live_model(name: str, model: Any, tokenizer: Any, *, fingerprint: str, max_result_chars: int | None = None,
+               deadline: float | None = None) -> Iterator[str]:
+    """Make ``model`` reachable as the agent spec ``hfmem:NAME`` inside the block; yields the spec.
+
+    ``fingerprint`` goes into every result row's cache key: give a value that changes with the
+    weights, or a rerun into the same folder reuses rows of other weights.
+    """
+    if name in _LIVE:
+        raise InputError(f"a live model is already registered as hfmem:{name}", where="live_model")
+    _LIVE[name] = {"model": model, "tokenizer": tokenizer, "fingerprint": fingerprint,
+                   "max_result_chars": max_result_chars, "deadline": deadline}
+    try:
+        yield f"hfmem:{name}"
+    finally:
+        _LIVE.pop(name, None)
+
+
+def _live_factory(arg: str | None, ctx: AgentContext) -> HFAgent:
+    if not arg or arg not in _LIVE:
+        raise InputError(f"no live model is registered as hfmem:{arg or ''} (see harness.agents.hf.live_model)",
+                         where="--agent")
+    return HFAgent.from_model(ctx=ctx, spec=f"hfmem:{arg}", **_LIVE[arg])
+
+
+register("hfmem", _live_factory, "a model held in this process (hfmem:NAME, from harness.agents.hf.live_model)")
