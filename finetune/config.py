@@ -56,6 +56,7 @@ SCHEMA: dict[str, set[str] | None] = {
         "console_log_interval",
         "progress_bar",
         "eval_interval",
+        "dist_timeout",
     },
     "algorithms": {
         "loss_weight_schedule",
@@ -64,6 +65,8 @@ SCHEMA: dict[str, set[str] | None] = {
         "gradient_clipping",
         "reference",
     },
+    "callbacks": {"harness_eval"},
+    "export": {"folder", "heads"},
 }
 _SCALARS = {"run_name", "seed"}
 _MISSING = object()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+from pathlib import Path
 from typing import Any
 
 from finetune.config import Config
@@ -172,6 +173,41 @@ class SFTTrainer:
             algos.append(ReferenceForward(reference, loss, cache=cache))
         return algos
 
+    def callbacks(self) -> list[Any]:
+        """``callbacks.harness_eval`` and ``export``; built before any data work, so a missing suite
+        or an unknown session id is a config error (exit 2), not a failure at batch 200."""
+        from finetune.callbacks import KEY, ExportHF, HarnessEval
+
+        cfg, out = self.cfg, []
+        spec = cfg.get(KEY, (dict, bool), False)
+        if spec:
+            default_out = self.save_folder or Path("runs") / self.run_name
+            harness_eval = _construct(
+                HarnessEval, spec, KEY, out=default_out, max_result_chars=self.max_result_chars
+            )
+            from composer.utils import dist
+
+            dist_timeout = cfg.get("train.dist_timeout", float, 300.0)
+            # Ranks 1..N wait in a collective while rank 0 evaluates; the wait must fit the timeout.
+            slack = 120.0  # one generation and one verification may run past the budget
+            if dist.get_world_size() > 1 and harness_eval.budget_s + slack > dist_timeout:
+                raise ConfigError(
+                    f"{KEY}.budget_s",
+                    f"{harness_eval.budget_s:g} s + {slack:g} s slack exceeds train.dist_timeout "
+                    f"({dist_timeout:g} s); raise train.dist_timeout or lower the budget",
+                )
+            out.append(harness_eval)
+        folder = cfg.get("export.folder", str, None)
+        if folder:
+            out.append(
+                ExportHF(
+                    cfg.path_of("export.folder", must_exist=False),
+                    max_result_chars=self.max_result_chars,
+                    heads=cfg.get("export.heads", bool, True),
+                )
+            )
+        return out
+
     def optimizer(self, model: Any) -> Any:
         from composer.optim import DecoupledAdamW
 
@@ -223,12 +259,13 @@ class SFTTrainer:
 
         cfg = self.cfg
         device = cfg.get("train.device", str, "cpu")
+        dist_timeout = cfg.get("train.dist_timeout", float, 300.0)
         if dist.get_world_size() > 1:
-            dist.initialize_dist(
-                device
-            )  # the rank-0-first sections below need it; the Trainer reuses it
+            # the rank-0-first sections below need it; the Trainer reuses it
+            dist.initialize_dist(device, timeout=dist_timeout)
         reproducibility.seed_all(self.seed)
         loss = self.loss()  # first: a bad loss name fails before any data work
+        callbacks = self.callbacks()
         sessions = self.sessions()
         tokenizer = self.tokenizer(sessions)
         examples = self.records(sessions, tokenizer)
@@ -269,7 +306,9 @@ class SFTTrainer:
             optimizers=self.optimizer(model),
             schedulers=self.scheduler(),
             algorithms=self.algorithms(loss, reference),
+            callbacks=callbacks,
             loggers=loggers,
+            dist_timeout=dist_timeout,
             device=device,
             precision=cfg.get("train.precision", str, "fp32"),
             device_train_microbatch_size=cfg.get("train.microbatch_size", (int, str), None),

@@ -212,7 +212,8 @@ def _factory(arg: str | None, ctx: AgentContext) -> HFAgent:
 register("hf", _factory, "a local transformers causal LM (hf:PATH, a save_pretrained folder)")
 
 # Live models by name. A spec string must name them because the runner builds agents from specs
-# (so that every caller, the CLI included, goes through one path and one cache key scheme).
+# (so that every caller, the CLI included, goes through one path and one cache key scheme). The
+# prefix is registered on first use: from the command line there is never a live model to name.
 _LIVE: dict[str, dict[str, Any]] = {}
 
 
@@ -226,6 +227,7 @@ def live_model(name: str, model: Any, tokenizer: Any, *, fingerprint: str, max_r
     """
     if name in _LIVE:
         raise InputError(f"a live model is already registered as hfmem:{name}", where="live_model")
+    register("hfmem", _live_factory, "a model held in this process (hfmem:NAME, see live_model)")
     _LIVE[name] = {"model": model, "tokenizer": tokenizer, "fingerprint": fingerprint,
                    "max_result_chars": max_result_chars, "deadline": deadline}
     try:
@@ -240,5 +242,3 @@ def _live_factory(arg: str | None, ctx: AgentContext) -> HFAgent:
                          where="--agent")
     return HFAgent.from_model(ctx=ctx, spec=f"hfmem:{arg}", **_LIVE[arg])
 
-
-register("hfmem", _live_factory, "a model held in this process (hfmem:NAME, from harness.agents.hf.live_model)")

@@ -1,0 +1,279 @@
+"""Composer callbacks that close the loop with the harness: ``HarnessEval`` runs the suite on the
+model being trained every N batches; ``ExportHF`` writes the ``hf:FOLDER`` export at fit end.
+
+HarnessEval runs on every rank and never raises into the trainer:
+
+1. Due? ``create_interval_scheduler(interval, checkpoint_events=False)``: on ``BATCH_END`` for
+   ``ba``/``sp``/``tok``/``dur`` intervals, ``EPOCH_END`` for ``ep``, and once more at
+   ``FIT_END`` unless the last batch was just evaluated. Every rank decides the same.
+2. Under FSDP every rank takes part in gathering the full weights (collective); rank 0 rebuilds a
+   plain copy. Without FSDP rank 0 uses its live module (DDP keeps a full replica per rank).
+3. Rank 0 alone generates and drives the sandboxes: ``harness.run`` with the agent
+   ``hfmem:<run>-ba<N>``, in eval mode under ``no_grad``, train mode restored after. The other
+   ranks wait in ``broadcast_object_list``. In a multi-GPU job this is the bottleneck: one GPU
+   generates while the rest idle. It is the simple, honest design for a model that fits one
+   GPU; the wait must stay under the process group timeout (``train.dist_timeout``).
+4. The metrics dict is broadcast from rank 0 and logged on every rank (the destinations filter by
+   rank). Any exception becomes ``harness/error = 1`` and a warning.
+
+The time budget is enforced at the agent: after ``budget_s`` every generation request fails, so
+the remaining rows end as ``infra_error`` within one generation and one verification (30 s) of
+the deadline, and ``harness/complete`` is 0. Results go to
+``<out>/harness-eval/ba<N>/`` (``results.jsonl``, ``summary.json``); ``out`` defaults to the
+save folder, else ``runs/<run_name>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from composer import Callback, Event
+from composer.utils import dist
+
+from finetune.errors import ConfigError
+
+log = logging.getLogger(__name__)
+KEY = "callbacks.harness_eval"
+GENERATION_KEYS = ("temperature", "top_p", "max_new_tokens", "batch_size", "batch_wait_ms")
+_EVENTS = (Event.BATCH_END, Event.EPOCH_END, Event.FIT_END)
+
+
+class HarnessEval(Callback):
+    """Evaluate the current model through the harness every ``interval`` (see the module doc)."""
+
+    def __init__(
+        self,
+        interval: str = "200ba",
+        suite: str = "jest-bugfix",
+        sessions: Sequence[str] | None = None,
+        k: int | None = None,
+        max_steps: int | None = None,
+        workers: int = 4,
+        budget_s: float = 600.0,
+        generation: Mapping[str, Any] | None = None,
+        out: str | Path | None = None,
+        at_fit_end: bool = True,
+        max_result_chars: int | None = None,
+        sandbox: str = "docker",
+    ):
+        from composer.utils.misc import create_interval_scheduler
+
+        self.interval = _interval(interval)
+        self.suite, self.session_ids = _suite(suite, sessions)
+        k = int(k or self.suite.defaults.get("k", 3))
+        max_steps = int(max_steps or self.suite.defaults.get("max_steps", 10))
+        if k < 1 or max_steps < k:
+            raise ConfigError(
+                f"{KEY}.k", f"need 1 <= k <= max_steps (got k={k}, max_steps={max_steps})"
+            )
+        if workers < 1 or not budget_s > 0:
+            raise ConfigError(f"{KEY}.workers", "workers and budget_s must be positive")
+        self.k, self.max_steps, self.workers, self.budget_s = (
+            k,
+            max_steps,
+            int(workers),
+            float(budget_s),
+        )
+        self.generation = _generation(generation)
+        self.out = Path(out) if out else None
+        self.max_result_chars = max_result_chars
+        self.sandbox = sandbox
+        self._due = create_interval_scheduler(
+            self.interval,
+            include_end_of_training=at_fit_end,
+            checkpoint_events=False,
+            final_events={Event.FIT_END},
+        )
+        self.last: dict[str, float] = {}  # the latest metrics; checkpointed with the callback
+
+    # ------------------------------------------------------------------------------ Composer
+    def run_event(self, event: Event, state: Any, logger: Any) -> None:
+        if event in _EVENTS and self._due(state, event):
+            self.evaluate(state, logger)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"last": dict(self.last)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.last = dict(state.get("last", {}))
+
+    # ------------------------------------------------------------------------------ evaluation
+    def evaluate(self, state: Any, logger: Any) -> dict[str, float]:
+        """One evaluation at the current batch; every rank must call it. Returns the metrics."""
+        start = time.monotonic()
+        batch = int(state.timestamp.batch)
+        metrics: dict[str, float] | None = None
+        try:
+            metrics = self._evaluate(state, batch, start)
+        except Exception as e:  # noqa: BLE001 - the trainer goes on: a broken eval is a metric
+            log.warning("harness eval at batch %d failed: %s: %s", batch, type(e).__name__, e)
+            metrics = {"harness/error": 1.0}
+        if metrics is not None:
+            metrics["harness/eval_seconds"] = time.monotonic() - start
+        box = [metrics]
+        try:
+            dist.broadcast_object_list(box, src=0)
+        except Exception as e:  # noqa: BLE001 - a collective failing must not end the run either
+            log.warning("harness eval at batch %d: broadcast failed: %s", batch, e)
+            box = [{"harness/error": 1.0}]
+        self.last = dict(box[0] or {"harness/error": 1.0})
+        logger.log_metrics(self.last)
+        return self.last
+
+    def _evaluate(self, state: Any, batch: int, start: float) -> dict[str, float] | None:
+        import torch
+        from composer.core.precision import get_precision_context
+
+        from finetune.export import agent_model, gathered_state, is_fsdp, plain_lm
+
+        model = agent_model(state)
+        # Collective under FSDP: every rank gathers before rank 0 goes off on its own.
+        full = gathered_state(model) if is_fsdp(model) else None
+        if dist.get_global_rank() != 0:
+            return None
+        lm = plain_lm(model, full, merge_lora=False)
+        was_training = model.training
+        model.eval()
+        lm.eval()
+        try:
+            with torch.no_grad(), get_precision_context(state.precision):
+                summary, spec = self._run(state, lm, model.tokenizer, batch, start)
+        finally:
+            model.train(was_training)
+        return _metrics(summary["agents"][spec], complete=summary["complete"])
+
+    def _run(
+        self, state: Any, lm: Any, tokenizer: Any, batch: int, start: float
+    ) -> tuple[dict, str]:
+        import harness
+        from harness.agents.hf import live_model
+
+        name = f"{state.run_name}-ba{batch}"
+        out = (self.out or Path("runs") / state.run_name) / "harness-eval" / f"ba{batch}"
+        with live_model(
+            name,
+            lm,
+            tokenizer,
+            fingerprint=_weights_fingerprint(lm, name),
+            max_result_chars=self.max_result_chars,
+            deadline=start + self.budget_s,
+        ) as spec:
+            summary = harness.run(
+                self.suite,
+                [spec],
+                k=self.k,
+                max_steps=self.max_steps,
+                workers=self.workers,
+                out=out,
+                sandbox=self.sandbox,
+                options=dict(self.generation),
+                progress=False,
+                session_ids=self.session_ids or None,
+            )
+        return summary, spec
+
+
+class ExportHF(Callback):
+    """At ``FIT_END``, ``export_hf`` the trained model to ``folder`` (every rank calls; rank 0 writes).
+
+    An export failure raises: the user asked for the folder, and the checkpoints are already saved.
+    """
+
+    def __init__(self, folder: str | Path, *, max_result_chars: int, heads: bool = True):
+        self.folder, self.max_result_chars, self.heads = Path(folder), int(max_result_chars), heads
+
+    def fit_end(self, state: Any, logger: Any) -> None:
+        from finetune.export import export_hf
+
+        if export_hf(
+            state, None, self.folder, max_result_chars=self.max_result_chars, heads=self.heads
+        ):
+            log.info("exported the model to %s (etai run --agent hf:%s)", self.folder, self.folder)
+
+
+# ---------------------------------------------------------------------------------- helpers
+def _interval(value: Any) -> str:
+    """A Composer time string; a bare int would silently mean epochs, so it is refused."""
+    from composer.core import Time
+
+    if not isinstance(value, str):
+        raise ConfigError(
+            f"{KEY}.interval", f"expected a time string such as '200ba', got {value!r}"
+        )
+    try:
+        Time.from_timestring(value)
+    except ValueError as e:
+        raise ConfigError(
+            f"{KEY}.interval", f"{value!r} is not a Composer time string ({e})"
+        ) from None
+    return value
+
+
+def _suite(name: str, sessions: Sequence[str] | None) -> tuple[Any, tuple[str, ...]]:
+    """Load the suite now: a missing suite or an unknown session fails at config time (exit 2)."""
+    from harness.errors import EtaiError
+    from harness.sessions import load_suite
+
+    try:
+        suite = load_suite(name)
+    except EtaiError as e:
+        raise ConfigError(f"{KEY}.suite", str(e)) from None
+    if sessions is None:
+        return suite, ()
+    ids = tuple(sessions)
+    if not ids:
+        raise ConfigError(
+            f"{KEY}.sessions", "empty subset; leave the key out to evaluate every session"
+        )
+    unknown = sorted(set(ids) - {s.session_id for s in suite.sessions})
+    if unknown:
+        raise ConfigError(f"{KEY}.sessions", f"not in suite {suite.name}: {', '.join(unknown)}")
+    return suite, ids
+
+
+def _generation(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    from harness.agents._model_common import Generation
+    from harness.errors import InputError
+
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(GENERATION_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{KEY}.generation", f"unknown option(s) {unknown}; known: {GENERATION_KEYS}"
+        )
+    try:
+        Generation.from_options(options)
+    except InputError as e:
+        raise ConfigError(f"{KEY}.generation", str(e)) from None
+    return options
+
+
+def _weights_fingerprint(lm: Any, name: str) -> str:
+    """Cheap and weight-dependent: a resumed run that reaches the same batch with the same weights
+    reuses its rows, with other weights it does not. One sum per tensor, no copy to the host."""
+    import torch
+
+    with torch.no_grad():
+        sums = torch.stack([p.detach().float().sum() for p in lm.parameters()]).cpu()
+    return hashlib.sha256(name.encode() + sums.numpy().tobytes()).hexdigest()[:16]
+
+
+def _nan(value: Any) -> float:
+    return math.nan if value is None else float(value)  # undefined (no valid rows) is not zero
+
+
+def _metrics(agent: Mapping[str, Any], *, complete: bool) -> dict[str, float]:
+    out = {f"harness/path_accuracy@{j}": _nan(v) for j, v in agent["path_accuracy"].items()}
+    out["harness/pass@1"] = _nan(agent["pass_at_k"].get(1))
+    out["harness/steps_to_green"] = _nan(agent["steps_to_green"]["mean"])
+    out["harness/invalid_actions"] = float(agent["invalid_actions"])
+    out["harness/infra_errors"] = float(agent["n_infra_error"])
+    out["harness/complete"] = float(complete)
+    out["harness/error"] = 0.0
+    return out

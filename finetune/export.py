@@ -1,0 +1,145 @@
+"""A trained agent model as a transformers folder that ``etai run --agent hf:FOLDER`` loads.
+
+The folder holds what ``save_pretrained`` writes for the causal LM alone (LoRA merged in), so any
+transformers or vLLM user can load it without ETAI code; the ETAI tokenizer with
+``ETAI_CHAT_TEMPLATE`` (a server renders exactly the trained text); ``etai.json`` with the
+settings the prompts must be rendered with (``max_result_chars``); and the four heads plus the
+tool-failure bias in ``etai_heads.safetensors`` beside the weights (keys as in ``AgentModel``,
+e.g. ``intent_head.0.weight``, ``tool_bias``). The hf agent ignores that file; it is there so a
+constrained decoder or a later fine-tune can pick the heads up.
+
+Every rank must call ``export_hf`` (under FSDP the full weights are gathered collectively); only
+global rank 0 writes. The folder is replaced whole or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+HEADS_FILE = "etai_heads.safetensors"
+
+
+def agent_model(model_or_state: Any) -> Any:
+    """The AgentModel inside a Composer State, a DDP wrapper, or itself."""
+    model = getattr(model_or_state, "model", model_or_state)  # a State holds it as .model
+    return (
+        getattr(model, "module", model)
+        if type(model).__name__ == "DistributedDataParallel"
+        else model
+    )
+
+
+def is_fsdp(model: Any) -> bool:
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    return any(isinstance(m, FullyShardedDataParallel) for m in model.modules())
+
+
+def gathered_state(model: Any) -> dict[str, Any] | None:
+    """The AgentModel's full state dict on global rank 0, None on the others.
+
+    Collective under FSDP (every rank must call it; the result is on CPU); without FSDP it is the
+    live ``state_dict()`` of rank 0, tensors shared with the model, nothing copied.
+    """
+    from composer.utils import dist
+
+    if is_fsdp(model):
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        state = get_model_state_dict(model, options=options)
+        return state if dist.get_global_rank() == 0 else None
+    return model.state_dict() if dist.get_global_rank() == 0 else None
+
+
+def plain_lm(model: Any, state: dict[str, Any] | None, *, merge_lora: bool) -> Any:
+    """A transformers model to generate with or save: the live LM when it is not sharded (a peft
+    model merged into a copy when ``merge_lora``), else a copy rebuilt on rank 0 from ``state``."""
+    lm = model.lm
+    peft = hasattr(lm, "merge_and_unload")
+    if not is_fsdp(model):
+        if peft and merge_lora:
+            import copy
+
+            return copy.deepcopy(lm).merge_and_unload()
+        return lm
+    if peft:
+        raise NotImplementedError(
+            "exporting or evaluating a LoRA model under FSDP is not supported"
+        )
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    weights = {k[len("lm.") :]: v for k, v in (state or {}).items() if k.startswith("lm.")}
+    dtype = next(iter(weights.values())).dtype if weights else torch.float32
+    copy_ = AutoModelForCausalLM.from_config(lm.config, torch_dtype=dtype)
+    copy_.load_state_dict(weights, strict=False)  # tied weights (lm_head = embeddings) arrive once
+    copy_.tie_weights()
+    device = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_available() else "cpu"
+    return copy_.to(device).eval()
+
+
+def head_tensors(state: dict[str, Any]) -> dict[str, Any]:
+    """Everything of the AgentModel that is not the LM: heads and the persistent tool bias."""
+    return {
+        k: v.detach().to("cpu").contiguous() for k, v in state.items() if not k.startswith("lm.")
+    }
+
+
+def export_hf(
+    model_or_state: Any,
+    tokenizer: Any,
+    folder: str | Path,
+    *,
+    max_result_chars: int,
+    heads: bool = True,
+) -> Path | None:
+    """Write ``folder`` (see the module doc); returns it on rank 0, None on the other ranks.
+
+    ``tokenizer`` None takes the model's own (``AgentModel.tokenizer``).
+    """
+    model = agent_model(model_or_state)
+    state = gathered_state(model)
+    if state is None:
+        return None
+    from harness.agents._model_chat import ETAI_CHAT_TEMPLATE
+
+    tokenizer = tokenizer if tokenizer is not None else model.tokenizer
+    lm = plain_lm(model, state, merge_lora=True)
+    folder = Path(folder)
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    # Generation must stop on the trained tokenizer's ids, not a base config's (a config-built
+    # GPT-2 says eos 50256, outside a 512-token vocabulary).
+    for cfg in (lm.config, lm.generation_config):
+        cfg.pad_token_id, cfg.eos_token_id = tokenizer.pad_token_id, tokenizer.eos_token_id
+    lm.save_pretrained(str(partial), safe_serialization=True)
+    previous = tokenizer.chat_template
+    tokenizer.chat_template = ETAI_CHAT_TEMPLATE
+    try:
+        tokenizer.save_pretrained(str(partial))
+    finally:
+        tokenizer.chat_template = previous  # the caller's tokenizer is left as it was
+    settings: dict[str, Any] = {"max_result_chars": int(max_result_chars)}
+    if heads:
+        from safetensors.torch import save_file
+
+        save_file(head_tensors(state), str(partial / HEADS_FILE))
+        settings["heads"] = HEADS_FILE
+    (partial / "etai.json").write_text(json.dumps(settings, indent=2) + "\n")
+    _replace(partial, folder)
+    return folder
+
+
+def _replace(new: Path, folder: Path) -> None:
+    """``new`` becomes ``folder``; a reader never sees a mix of two exports."""
+    old = folder.with_name(folder.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if folder.exists():
+        folder.rename(old)
+    new.rename(folder)
+    shutil.rmtree(old, ignore_errors=True)
