@@ -16,14 +16,16 @@ def add_parsers(sub) -> None:
                     "Rows go to OUT/results.jsonl as they finish; rerunning the same command resumes.",
         epilog="Agents: oracle, noop, replay:FILE, hf:PATH, openai:BASE_URL[#MODEL]. "
                "Example: etai run --suite jest-bugfix --agent oracle --agent noop")
-    r.add_argument("--suite", required=True, help="bundled suite name (e.g. jest-bugfix) or a suite folder")
+    r.add_argument("--suite", required=True, help="bundled suite name (jest-bugfix, or humaneval for code "
+                                                  "completions scored in the sandbox) or a suite folder")
     r.add_argument("--agent", action="append", required=True, metavar="SPEC", help="agent spec (repeatable)")
     r.add_argument("-k", type=int, default=None, help="tool-call budget for Path Accuracy (default: suite's, 3)")
     r.add_argument("--max-steps", type=int, default=None, help="step budget of a rollout (default: suite's, 10)")
     r.add_argument("--samples", type=int, default=1, help="rollouts per session and agent, for pass@k (default 1)")
     r.add_argument("--workers", type=int, default=None, help="sessions in parallel (default: number of cores)")
     r.add_argument("--out", default=None, help="run folder (default runs/<suite>)")
-    r.add_argument("--session", action="append", metavar="ID", help="only these session ids (repeatable)")
+    r.add_argument("--session", action="append", metavar="ID",
+                   help="only these session ids, or HumanEval task ids (repeatable)")
     r.add_argument("--sandbox", default="docker", help="sandbox implementation: docker (default) or local (UNSAFE)")
     r.add_argument("--temperature", type=float, help="sampling temperature for model agents (0 = greedy)")
     r.add_argument("--top-p", type=float, help="nucleus sampling for model agents")
@@ -50,7 +52,14 @@ def _run(args: argparse.Namespace) -> int:
     summary = run(args.suite, args.agent, k=args.k, samples=args.samples, max_steps=args.max_steps,
                   workers=args.workers, out=args.out, sandbox=args.sandbox, options=options,
                   progress=not args.no_progress, session_ids=args.session)
-    print(json.dumps(summary, indent=2) if args.json else table(summary))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    elif summary["suite"] == "humaneval":
+        from suites.humaneval.agents import table as humaneval_table
+
+        print(humaneval_table(summary))
+    else:
+        print(table(summary))
     return 0 if summary["complete"] else 3
 
 

@@ -41,10 +41,20 @@ def run(suite: str | Path | Suite, agents: Sequence[str], *, k: int | None = Non
         max_steps: int | None = None, workers: int | None = None, out: str | Path | None = None,
         sandbox: str = "docker", options: dict[str, Any] | None = None, progress: bool = True,
         session_ids: Sequence[str] | None = None) -> dict[str, Any]:
-    """Run ``agents`` (spec strings) on ``suite``; return the summary (also written to summary.json)."""
+    """Run ``agents`` (spec strings) on ``suite``; return the summary (also written to summary.json).
+
+    ``suite="humaneval"`` asks each agent for code completions and scores them in the sandbox
+    (suites/humaneval/agents.py); there k is the tool budget no longer, only ``samples`` matters.
+    """
     from harness import version
     from harness.errors import InputError
     from harness.sandbox import start as start_sandbox
+
+    if isinstance(suite, str) and suite == "humaneval":
+        from suites.humaneval.agents import run_agents
+
+        return run_agents(agents, samples=samples, ks=_pass_ks(samples), out=out, workers=workers,
+                          options=options, task_ids=session_ids, progress=progress)
 
     st = suite if isinstance(suite, Suite) else load_suite(suite)
     k = int(k or st.defaults.get("k", 3))

