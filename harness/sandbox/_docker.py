@@ -20,7 +20,7 @@ from pathlib import Path
 from harness import image as _image
 from harness.errors import InfraError
 from harness.sandbox import Limits, register
-from harness.sandbox._runner import RunnerSandbox, workspace_files
+from harness.sandbox._runner import RunnerSandbox, jest_hosts, workspace_files
 
 LABEL = "etai"
 UID = "10001:10001"
@@ -60,7 +60,8 @@ def create_container(image: str, limits: Limits, *, run_id: str | None = None, n
             log_config=LogConfig(type="none"), working_dir="/scratch",
             # Environment is an allowlist: nothing of the host's (secrets included) goes in.
             environment={"HOME": "/scratch", "TMPDIR": "/scratch/tmp", "ETAI_WORKSPACE": "/scratch/ws",
-                         "ETAI_JEST_HEAP_MB": str(max(128, int(limits.memory_mb * 0.6)))},
+                         "ETAI_JEST_HEAP_MB": str(max(128, int(limits.memory_mb * 0.6))),
+                         "ETAI_JEST_HOSTS": str(jest_hosts(limits))},
         )
     except docker.errors.ImageNotFound as e:
         raise InfraError(f"sandbox image {image} is missing; run `etai image build`") from e

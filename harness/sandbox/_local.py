@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness import image as _image
 from harness.sandbox import Limits, register
-from harness.sandbox._runner import RunnerSandbox, workspace_files
+from harness.sandbox._runner import RunnerSandbox, jest_hosts, workspace_files
 
 
 class LocalSandbox(RunnerSandbox):
@@ -28,7 +28,7 @@ class LocalSandbox(RunnerSandbox):
         runner = _image.runner_dir()
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")}
         env.update(HOME=str(self._tmp), TMPDIR=str(self._tmp / "tmp"), ETAI_WORKSPACE=str(self._tmp / "ws"),
-                   NODE_ENV="test", GIT_CONFIG_NOSYSTEM="1")
+                   NODE_ENV="test", GIT_CONFIG_NOSYSTEM="1", ETAI_JEST_HOSTS=str(jest_hosts(limits)))
         proc = subprocess.Popen(["node", str(runner / "runner.js")], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                 start_new_session=True)

@@ -94,3 +94,17 @@ def test_close_is_idempotent(project, image):
         s.close()
         s.close()
         assert tools.call(s, "file_read", {"file": "package.json"}).status == "infra_error"
+
+
+def test_a_run_split_between_warm_hosts_reports_every_test_once(tmp_path, make_project, image):
+    files = {f"tests/t{i}.test.js": f"test('t{i} a', () => expect({i}).toBe({i}));\n"
+                                    f"test('t{i} b', () => expect({i}).toBe({i if i != 3 else -1}));\n"
+             for i in range(5)}
+    root = make_project(tmp_path / "five", files)
+    for kind in sandbox.names():
+        with sandbox.start(kind, root, **({"image": image} if kind == "docker" else {})) as s:
+            r = tools.call(s, "jest_run", {})
+        assert (r.status, r.data["num_test_files"], r.data["num_total"], r.data["num_failed"]) == ("failed", 5, 10, 1)
+        assert sorted(r.data["passed_tests"]) == sorted(
+            f"tests/t{i}.test.js::t{i} {x}" for i in range(5) for x in "ab" if (i, x) != (3, "b"))
+        assert [f["name"] for f in r.data["failed_tests"]] == ["t3 b"]

@@ -47,7 +47,7 @@ function slim(results) {
   };
 }
 
-async function run(nonce, testFiles, namePattern) {
+async function run(nonce, testFiles, namePattern, shard) {
   const argv = {
     _: [], $0: 'jest', ci: true, watchman: false, silent: true, runInBand: true, cache: true,
     cacheDirectory: path.join(process.env.TMPDIR || '/tmp', 'jest-cache'), color: false,
@@ -61,6 +61,7 @@ async function run(nonce, testFiles, namePattern) {
     argv._ = testFiles.map((f) => path.resolve(WS, f));
   }
   if (namePattern) argv.testNamePattern = namePattern;
+  if (shard) argv.shard = shard; // "i/n": Jest's own split of the run between warm hosts
   const t0 = process.hrtime.bigint();
   const { results } = await runCLI(argv, [WS]);
   const jestMs = Number(process.hrtime.bigint() - t0) / 1e6;
@@ -86,7 +87,7 @@ async function listTests(nonce) {
 
 process.on('message', (m) => {
   const nonce = m.nonce;
-  const work = m.op === 'list' ? listTests(nonce) : run(nonce, m.test_files, m.name_pattern);
+  const work = m.op === 'list' ? listTests(nonce) : run(nonce, m.test_files, m.name_pattern, m.shard);
   work.catch((e) => {
     send({ nonce, report: null, error: String((e && e.stack) || e).slice(0, 4000) });
   });

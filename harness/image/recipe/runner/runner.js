@@ -93,7 +93,10 @@ function runCommand(argv, { timeoutMs = 10000, outputCap = 1 << 20, cwd = WS, in
 }
 
 // ---------------------------------------------------------------- Jest host (warm child)
-let host = null; // { proc, pending, stderr, outN, cap, killedFor }
+// Warm Jest hosts. With two (and two CPUs), a run of several test files is split between them
+// with Jest's own --shard, so the files run in parallel while both hosts stay loaded.
+const N_HOSTS = Math.max(1, Number(process.env.ETAI_JEST_HOSTS || 1));
+const hosts = new Array(N_HOSTS).fill(null); // each { proc, pending, tail, outN, cap, reason }
 
 function oomKills() {
   // cgroup v2 then v1: the kernel's count of OOM kills in this container.
@@ -106,14 +109,14 @@ function oomKills() {
   return 0;
 }
 
-function startHost() {
+function startHost(slot) {
   const heapMb = Number(process.env.ETAI_JEST_HEAP_MB || 0);
   const execArgv = heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
   const proc = cp.fork(HOST, [], {
     cwd: WS, detached: true, execArgv, stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     env: Object.assign({}, process.env, { ETAI_WORKSPACE: WS }),
   });
-  const h = { proc, pending: null, tail: [], outN: 0, cap: 1 << 20, reason: null };
+  const h = { proc, slot, pending: null, tail: [], outN: 0, cap: 1 << 20, reason: null };
   const onOut = (chunk) => {
     h.outN += chunk.length;
     h.tail.push(chunk); if (h.tail.length > 8) h.tail.shift();
@@ -128,7 +131,7 @@ function startHost() {
     if (p && m && m.nonce === p.nonce) { h.pending = null; clearTimeout(p.timer); p.resolve({ ok: true, result: m }); }
   });
   proc.on('exit', (code, signal) => {
-    if (host === h) host = null;
+    if (hosts[slot] === h) hosts[slot] = null;
     const p = h.pending;
     if (p) {
       h.pending = null; clearTimeout(p.timer);
@@ -156,10 +159,10 @@ function strays(pgid) {
 
 function killHost(h) { try { process.kill(-h.proc.pid, 'SIGKILL'); } catch (e) { /* gone */ } }
 
-// Send one message to the warm Jest host and wait for the answer carrying its nonce.
-function hostCall(msg, timeoutMs, outputCap) {
-  if (!host) host = startHost();
-  const h = host;
+// Send one message to a warm Jest host and wait for the answer carrying its nonce.
+function hostCall(slot, msg, timeoutMs, outputCap) {
+  if (!hosts[slot]) hosts[slot] = startHost(slot);
+  const h = hosts[slot];
   const nonce = crypto.randomBytes(16).toString('hex');
   const oomBefore = oomKills();
   const t0 = Date.now();
@@ -171,7 +174,7 @@ function hostCall(msg, timeoutMs, outputCap) {
   }).then((r) => {
     const duration_ms = Date.now() - t0;
     // Nothing a test started outlives the run: if it left processes behind, recycle the host.
-    if (host === h && strays(h.proc.pid) > 0) { killHost(h); host = null; }
+    if (hosts[slot] === h && strays(h.proc.pid) > 0) { killHost(h); hosts[slot] = null; }
     if (r.ok) return { ok: true, answer: r.result, duration_ms, output_bytes: h.outN };
     let reason = r.reason;
     if (!reason && oomKills() > oomBefore) reason = 'memory_limit';
@@ -183,14 +186,36 @@ function hostCall(msg, timeoutMs, outputCap) {
 
 let testFiles = null; // the test files of the pristine workspace, listed at init
 
+// Reports of the shards of one run, as one report.
+function mergeReports(reports) {
+  const ran = reports.filter((r) => r.numTotalTestSuites > 0);
+  const sum = (k) => reports.reduce((a, r) => a + r[k], 0);
+  return {
+    success: ran.length > 0 && ran.every((r) => r.success),
+    numTotalTestSuites: sum('numTotalTestSuites'), numFailedTestSuites: sum('numFailedTestSuites'),
+    numRuntimeErrorTestSuites: sum('numRuntimeErrorTestSuites'), numTotalTests: sum('numTotalTests'),
+    numPassedTests: sum('numPassedTests'), numFailedTests: sum('numFailedTests'),
+    numPendingTests: sum('numPendingTests'), testResults: [].concat(...reports.map((r) => r.testResults)),
+  };
+}
+
 async function jestRun(req) {
-  const r = await hostCall({ test_files: req.test_files || null, name_pattern: req.name_pattern || null },
-    req.timeout_ms, req.output_cap);
-  const expected = req.test_files && req.test_files.length
-    ? req.test_files.filter((f) => (testFiles || []).includes(f)) : (testFiles || []);
-  if (!r.ok) return Object.assign({ evidence: 'none', expected_files: expected, workspace: WS }, r);
-  return { evidence: 'nonce', workspace: WS, report: r.answer.report, jest_ms: r.answer.jest_ms, error: r.answer.error || null, expected_files: expected,
-    duration_ms: r.duration_ms, output_bytes: r.output_bytes };
+  const files = req.test_files && req.test_files.length ? req.test_files : null;
+  const n = Math.min(N_HOSTS, files ? files.length : (testFiles || []).length) || 1;
+  const t0 = Date.now();
+  const parts = await Promise.all([...Array(n).keys()].map((i) => hostCall(i,
+    { test_files: files, name_pattern: req.name_pattern || null, shard: n > 1 ? `${i + 1}/${n}` : null },
+    req.timeout_ms, req.output_cap)));
+  const expected = files ? files.filter((f) => (testFiles || []).includes(f)) : (testFiles || []);
+  const duration_ms = Date.now() - t0;
+  const output_bytes = parts.reduce((a, r) => a + r.output_bytes, 0);
+  const failed = parts.find((r) => !r.ok);
+  if (failed) return Object.assign({ evidence: 'none', expected_files: expected, workspace: WS }, failed, { duration_ms });
+  const broken = parts.find((r) => !r.answer.report);
+  return { evidence: 'nonce', workspace: WS, expected_files: expected, duration_ms, output_bytes,
+    report: broken ? null : mergeReports(parts.map((r) => r.answer.report)),
+    error: broken ? broken.answer.error || 'no report' : null,
+    jest_ms: Math.max(...parts.map((r) => r.answer.jest_ms || 0)) };
 }
 
 // ---------------------------------------------------------------- file tools
@@ -274,7 +299,7 @@ const handlers = {
     git(['init', '-q']);
     git(['add', '-A']);
     git(['-c', 'commit.gpgsign=false', 'commit', '-q', '--allow-empty', '-m', 'etai baseline']);
-    const listed = await hostCall({ op: 'list' }, 60000);
+    const listed = await hostCall(0, { op: 'list' }, 60000);
     testFiles = listed.ok ? listed.answer.files : [];
     return { files: Object.keys(req.files || {}).length, test_files: testFiles };
   },
@@ -364,8 +389,8 @@ process.stdin.on('data', (d) => {
   let i;
   while ((i = buf.indexOf('\n')) >= 0) { const line = buf.slice(0, i); buf = buf.slice(i + 1); if (line.trim()) handle(line); }
 });
-process.stdin.on('end', () => { if (host) killHost(host); process.exit(0); });
+process.stdin.on('end', () => { hosts.forEach((h) => h && killHost(h)); process.exit(0); });
 fs.mkdirSync(WS, { recursive: true });
 if (process.env.TMPDIR) fs.mkdirSync(process.env.TMPDIR, { recursive: true });
-host = startHost(); // load Jest now, while the sandbox waits in the pool
+for (let i = 0; i < N_HOSTS; i++) hosts[i] = startHost(i); // load Jest now, while the sandbox waits in the pool
 answer(null, { ok: true, result: { ready: true, pid: process.pid } });
