@@ -43,3 +43,32 @@ def tiny_overrides():
         return [f"{k}={v}" for k, v in values.items()]
 
     return overrides
+
+
+@pytest.fixture
+def launch_two_ranks():
+    """Run finetune.train with TINY_CONFIG in 2 processes (gloo) through Composer's own launcher.
+
+    Returns a function (tmp_path, overrides) that asserts the launch succeeded.
+    """
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    def launch(tmp_path: Path, overrides: list[str]) -> subprocess.CompletedProcess:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        launcher = os.path.join(os.path.dirname(sys.executable), "composer")
+        cmd = [launcher, "-n", "2", "--master_port", str(port),
+               "--stdout", str(tmp_path / "out{rank}.txt"), "--stderr", str(tmp_path / "err{rank}.txt"),
+               "-m", "finetune.train", str(TINY_CONFIG)]
+        cmd += [x for o in overrides for x in ("--set", o)]
+        env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+        proc = subprocess.run(cmd, check=False, cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return proc
+
+    return launch

@@ -206,39 +206,12 @@ def test_live_model_is_an_agent_spec_only_inside_its_block(tokenizer):
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_two_ranks_rank0_evaluates_and_both_log_the_broadcast_metrics(tmp_path, tiny_overrides):
-    import os
-    import socket
-    import subprocess
-    import sys
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def test_two_ranks_rank0_evaluates_and_both_log_the_broadcast_metrics(tmp_path, tiny_overrides,
+                                                                      launch_two_ranks):
     # 8 sessions, batch 4 per rank, 2 ranks: one batch per epoch
     overrides = _quick(tmp_path, tiny_overrides, callbacks__harness_eval=EVAL)
     overrides += ["train.max_duration=2ba", "callbacks.harness_eval.interval=1ba"]
-    launcher = os.path.join(os.path.dirname(sys.executable), "composer")
-    cmd = [
-        launcher,
-        "-n",
-        "2",
-        "--master_port",
-        str(port),
-        "--stdout",
-        str(tmp_path / "out{rank}.txt"),
-        "--stderr",
-        str(tmp_path / "err{rank}.txt"),
-        "-m",
-        "finetune.train",
-        str(TINY_CONFIG),
-    ]
-    cmd += [x for o in overrides for x in ("--set", o)]
-    env = {**os.environ, "PYTHONPATH": str(TINY_CONFIG.parents[2])}
-    proc = subprocess.run(
-        cmd, check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    launch_two_ranks(tmp_path, overrides)
     for batch in (1, 2):
         rows = (tmp_path / "ckpt" / "harness-eval" / f"ba{batch}" / "results.jsonl").read_text()
         assert len(rows.splitlines()) == 2  # one evaluation per interval, by rank 0 alone

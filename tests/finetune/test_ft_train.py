@@ -3,10 +3,6 @@ logs every loss component, resumes with the same schedule state, and runs under 
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -171,36 +167,10 @@ def test_main_exit_2_names_the_key(tmp_path, tiny_overrides, capsys, override, k
     assert f"config error: {key}:" in capsys.readouterr().err
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
-def test_two_process_gloo_run_through_composer_launcher(tmp_path, tiny_overrides):
+def test_two_process_gloo_run_through_composer_launcher(tmp_path, tiny_overrides, launch_two_ranks):
     overrides = tiny_overrides(tmp_path, train__max_duration="2ep", train__save_interval="1ep")
-    launcher = os.path.join(os.path.dirname(sys.executable), "composer")
-    cmd = [
-        launcher,
-        "-n",
-        "2",
-        "--master_port",
-        str(_free_port()),
-        "--stdout",
-        str(tmp_path / "out{rank}.txt"),
-        "--stderr",
-        str(tmp_path / "err{rank}.txt"),
-        "-m",
-        "finetune.train",
-        str(TINY_CONFIG),
-    ]
-    cmd += [x for o in overrides for x in ("--set", o)]
-    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
-    proc = subprocess.run(
-        cmd, check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    launch_two_ranks(tmp_path, overrides)
     # 8 sessions, batch 4 per rank, 2 ranks: one batch per epoch (a single process would need two)
     assert (tmp_path / "ckpt" / "ep2-ba2-rank0.pt").exists()
     log = (tmp_path / "log.txt").read_text()
