@@ -95,7 +95,6 @@ def run_episode(session: Session, agent: Agent, sample: int, *, start_sandbox: S
             if isinstance(decision, FinalAnswer):
                 row["final_output"] = decision.text
                 break
-            t_step = time.monotonic()
             if isinstance(decision, Action):
                 problem = tools.validate(decision.tool, decision.args)
                 decision = InvalidAction(problem, "") if problem else decision

@@ -40,9 +40,9 @@ def record_suite(path: str | Path, *, sandbox: str = "docker", log=print) -> int
 
     suite = load_suite(path)
     img = _image.ensure_image() if sandbox == "docker" else None
+    kw = {"image": img} if img else {}
     traces = {}
     for s in suite.sessions:
-        kw = {"image": img} if img else {}
         traces[s.session_id] = record_session(s, lambda sess: start(sandbox, sess.workspace, **kw))
         log(f"recorded {s.session_id}: {len(traces[s.session_id])} steps")
     jl = suite.path / "sessions.jsonl"
