@@ -29,7 +29,7 @@ def _pass_ks(samples: int) -> list[int]:
 def _preflight_cached(session: Session, image: str | None, start, oracle, store: ResultStore) -> dict[str, Any]:
     from harness import version
 
-    key = cache_key("preflight", session.content_hash(), image, version())
+    key = cache_key("preflight", session.content_hash, image, version())
     if store.has(key):
         return store.rows([key])[0]
     row = {"cache_key": key, "session_id": session.session_id, **preflight(session, oracle, start_sandbox=start)}
@@ -100,7 +100,7 @@ def run(suite: str | Path | Suite, agents: Sequence[str], *, k: int | None = Non
         for agent in agent_objs:
             for s in sessions:
                 for sample in range(samples):
-                    key = cache_key(agent.spec, agent.fingerprint, s.content_hash(), image, version(),
+                    key = cache_key(agent.spec, agent.fingerprint, s.content_hash, image, version(),
                                     k, max_steps, sample)
                     keys.append(key)
                     if store.has(key):

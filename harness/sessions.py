@@ -8,6 +8,7 @@ is ever returned.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -66,8 +67,9 @@ class Session:
     cursor_target: Cursor
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
+    @functools.cached_property
     def content_hash(self) -> str:
-        """Hash of the session record and its workspace files: part of every cache key."""
+        """Hash of the session record and its workspace files: part of every cache key (read once)."""
         h = hashlib.sha256(json.dumps(self.raw, sort_keys=True).encode())
         for p in sorted(self.workspace.rglob("*")):
             if p.is_file() and "node_modules" not in p.parts:
