@@ -2,7 +2,7 @@
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,train
+EXTRAS ?= dev,train,serve
 
 .PHONY: setup docker venv image demo test test-fast bench clean
 
