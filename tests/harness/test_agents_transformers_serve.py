@@ -1,4 +1,5 @@
-"""The openai: agent against a real `transformers serve` (the `serve` extra) on loopback, end to end.
+"""Model agents on the whole bundled suite: `hf:PATH`, and `openai:` against a real `transformers serve`
+(the `serve` extra) on loopback, through `etai run` and the Docker sandbox.
 
 `transformers serve --force_model FOLDER` serves the tiny model built here. It strips special
 tokens from what it returns, so the ETAI markers never reach the agent and every model step is an
@@ -23,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).parent))  # the helper modules beside this
 
 import tiny_model
 
+from harness.sessions import load_suite
+
 pytestmark = [pytest.mark.train, pytest.mark.docker, pytest.mark.slow]
-SESSIONS = ["duration-seconds-padding", "semver-unescaped-dot"]
 
 
 @pytest.fixture(scope="module")
@@ -55,20 +57,28 @@ def server(tmp_path_factory):
         proc.wait()
 
 
-def test_openai_agent_against_transformers_serve(server, tmp_path, image):
-    import harness
-    from harness.results import read_rows
-
-    url, model = server
-    spec = f"openai:{url}#{model}"  # its /v1/models lists hub names, so the model is named
-    summary = harness.run("jest-bugfix", [spec], k=3, max_steps=3, out=tmp_path / "run", progress=False,
-                          session_ids=SESSIONS, options={"max_new_tokens": 16, "timeout_s": 60})
+def _check(rows: list[dict], summary: dict, spec: str) -> None:
     assert summary["complete"]
-    rows = read_rows(tmp_path / "run" / "results.jsonl")
-    assert sorted(r["session_id"] for r in rows) == sorted(SESSIONS)
+    assert sorted(r["session_id"] for r in rows) == sorted(s.session_id for s in load_suite("jest-bugfix").sessions)
     for row in rows:
         assert row["status"] in ("failed", "invalid_action", "passed")
         assert row["steps_used"] == len(row["steps"]) == len(row["actions"]) >= 1
         invalid = [s for s in row["steps"] if s["status"] == "invalid_action"]
         assert row["n_invalid"] == len(invalid) and all(s["error"] for s in invalid)
     assert summary["agents"][spec]["invalid_actions"] == sum(r["n_invalid"] for r in rows)
+
+
+@pytest.mark.parametrize("backend", ["hf", "openai"])
+def test_model_agents_complete_the_whole_bundled_suite(backend, server, tmp_path, image, capsys):
+    """`etai run --suite jest-bugfix --agent hf:PATH` and `--agent openai:URL#MODEL`: every row, every
+    invalid action recorded."""
+    import json
+
+    from harness.cli import main
+    from harness.results import read_rows
+
+    url, model = server
+    spec = f"hf:{model}" if backend == "hf" else f"openai:{url}#{model}"  # serve lists hub names: name it
+    assert main(["run", "--suite", "jest-bugfix", "--agent", spec, "-k", "2", "--max-steps", "2",
+                 "--max-new-tokens", "16", "--out", str(tmp_path / "run"), "--json", "--no-progress"]) == 0
+    _check(read_rows(tmp_path / "run" / "results.jsonl"), json.loads(capsys.readouterr().out), spec)
