@@ -167,11 +167,15 @@ def preflight(session: Session, oracle: Agent, *, start_sandbox: SandboxFactory)
     sb = start_sandbox(session)
     try:
         base = take_baseline(sb, sb.test_files)
-        if verify(sb, base, list(session.verify_files)).green:
-            return {"ok": False, "reason": "workspace is green before any action"}
-    finally:
+        green_at_start = verify(sb, base, list(session.verify_files)).green
+    except BaseException:
         sb.close()
-    row = run_episode(session, oracle, 0, start_sandbox=start_sandbox, k=len(session.execution_trace),
+        raise
+    if green_at_start:
+        sb.close()
+        return {"ok": False, "reason": "workspace is green before any action"}
+    # The reference then plays in the same, still pristine sandbox (run_episode closes it).
+    row = run_episode(session, oracle, 0, start_sandbox=lambda _: sb, k=len(session.execution_trace),
                       max_steps=len(session.execution_trace))
     if row["status"] == "infra_error":
         raise InfraError(f"preflight of {session.session_id}: {row['reason']}")
