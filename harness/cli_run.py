@@ -63,10 +63,16 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if summary["complete"] else 3
 
 
-def _fmt(x: Any, pct: bool = False) -> str:
+def _fmt(x: Any) -> str:
     if x is None:
         return "-"
     return f"{x:.3f}" if isinstance(x, float) else str(x)
+
+
+def grid(heads: list[str], rows: list[list[str]]) -> list[str]:
+    """Left-aligned columns, as wide as their widest cell: the header line, then one line per row."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in [heads, *rows]]
 
 
 def table(summary: dict[str, Any]) -> str:
@@ -80,11 +86,9 @@ def table(summary: dict[str, Any]) -> str:
             _fmt(m["pass_at_k"].get(1)), _fmt(m["steps_to_green"]["mean"]), _fmt(m["path_match"]),
             _fmt(m["cursor"]["median_px"]), str(m["invalid_actions"]), str(m["n_infra_error"]),
             str(len(m["reference_broken"]))])
-    widths = [max(len(h), *(len(row[i]) for row in lines)) for i, h in enumerate(heads)]
     out = [f"suite {summary['suite']}: {summary['n_sessions']} sessions, k={k}, max_steps={summary['max_steps']}, "
            f"samples={summary['samples']}, image {summary['image']}"]
-    out.append("  ".join(h.ljust(w) for h, w in zip(heads, widths)))
-    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in lines]
+    out += grid(heads, lines)
     out.append(f"rows: {summary['out']}/results.jsonl" + ("" if summary["complete"] else
                                                           "  (INCOMPLETE: infra errors; rerun to retry them)"))
     return "\n".join(out)

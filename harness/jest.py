@@ -54,7 +54,7 @@ class JestResult:
         return d
 
 
-def error_location(message: str, workspace: str, test_file: str) -> Location | None:
+def error_location(message: str, workspace: str) -> Location | None:
     """Where the error happened: the first stack frame inside the workspace (outside node_modules).
 
     Jest's frames name absolute paths; the first workspace frame is where the error was thrown (the
@@ -93,14 +93,14 @@ def from_runner(answer: dict[str, Any]) -> JestResult:
         if tr.get("execError") and not tr["tests"]:
             msg = tr.get("failureMessage") or tr["execError"]
             failed.append(FailedTest("(test file failed to run)", tr["file"], _first_line(msg),
-                                     error_location(msg, workspace, tr["file"])))
+                                     error_location(msg, workspace)))
         for t in tr["tests"]:
             if t["status"] == "passed":
                 passed.append(f"{tr['file']}::{t['name']}")
             elif t["status"] == "failed":
                 msg = "\n".join(t.get("failureMessages") or [])
                 failed.append(FailedTest(t["name"], tr["file"], _first_line(msg),
-                                         error_location(msg, workspace, tr["file"])))
+                                         error_location(msg, workspace)))
     ran = {tr["file"] for tr in rep["testResults"]}
     missing = sorted(set(answer.get("expected_files") or []) - ran)
     n_failed = len(failed)

@@ -121,6 +121,8 @@ def _agent_summary(s: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 
 def table(summary: dict[str, Any]) -> str:
+    from harness.cli_run import grid
+
     ks = sorted({k for a in summary["agents"].values() for k in a["pass_at_k"]})
     heads = ["agent"] + [f"pass@{k}" for k in ks] + ["passed", "failed", "other"]
     rows = []
@@ -129,10 +131,7 @@ def table(summary: dict[str, Any]) -> str:
         other = sum(v for s, v in c.items() if s not in ("passed", "failed"))
         rows.append([spec] + [f"{a['pass_at_k'].get(k, 0):.3f}" for k in ks]
                     + [str(c.get("passed", 0)), str(c.get("failed", 0)), str(other)])
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
-    out = [f"suite humaneval: {summary['n_tasks']} tasks, samples={summary['samples']}"]
-    out.append("  ".join(h.ljust(w) for h, w in zip(heads, widths)))
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    out = [f"suite humaneval: {summary['n_tasks']} tasks, samples={summary['samples']}", *grid(heads, rows)]
     out.append(f"rows: {summary['out']}/<agent>/eval/results.jsonl"
                + ("" if summary["complete"] else "  (INCOMPLETE: infra errors; rerun to retry them)"))
     return "\n".join(out)
