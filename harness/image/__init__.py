@@ -23,7 +23,7 @@ NODE_VERSION = "20.20.2"
 DEBIAN_SUITE = "bookworm"
 REPO = "etai-sandbox"
 BASE_REPO = "etai-base"
-_RUNNER_FILES = ("package.json", "package-lock.json", "runner.js", "jest-host.js")
+_RUNNER_FILES = ("package.json", "package-lock.json", "runner.js", "jest-host.js", "jest-warm.js")
 
 
 def cache_dir() -> Path:

@@ -83,6 +83,35 @@ def test_edit_is_picked_up_by_warm_jest(sb):
     assert tools.call(sb, "git_status", {}).data["output"].strip() == "M src/str.js"
 
 
+ISOLATION = {
+    # changes its own expect and global object; a later file (or run) in the same warm host must not see them
+    "tests/a.test.js": "expect.extend({ toBeLeaky: () => ({ pass: true, message: () => '' }) });\n"
+                       "globalThis.LEAK = 1;\n"
+                       "test('a', () => expect(1).toBeLeaky());\n",
+    "tests/b.test.js": "test('b', () => {\n  expect(expect(1).toBeLeaky).toBeUndefined();\n"
+                       "  expect(globalThis.LEAK).toBeUndefined();\n});\n"
+                       "test('inline snapshot', () => expect({ a: 1 }).toMatchInlineSnapshot(`\n{\n  \"a\": 1,\n}\n`));\n"
+                       "test.each([[1, 2], [2, 3]])('each %i', (x, y) => expect(x + 1).toBe(y));\n",
+    "tests/c.test.js": "test('diff', () => expect({ n: [1, 2] }).toEqual({ n: [1, 3] }));\n",
+}
+
+
+def test_warm_jest_keeps_test_files_isolated(tmp_path, make_project, image):
+    """The warm hosts share Jest's own compiled code between test files and runs (jest-warm.js); every
+    test file must still get a fresh expect, fresh globals and working snapshot/each/diff machinery."""
+    root = make_project(tmp_path / "iso", ISOLATION, jest_config={"randomize": True})
+    for kind in sandbox.names():
+        with sandbox.start(kind, root, **({"image": image} if kind == "docker" else {})) as s:
+            for _ in range(2):  # the second round runs on hosts that already ran every file
+                for f, want in (("tests/a.test.js", 1), ("tests/b.test.js", 4)):
+                    r = tools.call(s, "jest_run", {"test_file": f})
+                    assert (kind, r.status, r.data["num_passed"]) == (kind, "passed", want), r.data
+                r = tools.call(s, "jest_run", {})
+                assert (kind, r.data["num_passed"], r.data["num_failed"]) == (kind, 5, 1), r.data
+                [f] = r.data["failed_tests"]
+                assert "toEqual" in f["message"] and f["location"] == {"file": "tests/c.test.js", "line": 1, "column": 42}
+
+
 def test_name_pattern_narrows_the_run(sb):
     r = tools.call(sb, "jest_run", {"name_pattern": "negatives"})
     assert (r.status, r.data["num_passed"]) == ("passed", 1)

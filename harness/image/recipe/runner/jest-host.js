@@ -10,31 +10,11 @@ const path = require('path');
 
 const WS = path.resolve(process.env.ETAI_WORKSPACE || '/scratch/ws');
 const JEST = process.env.ETAI_JEST || path.join(__dirname, 'node_modules', 'jest');
-// Jest forgets every file-system answer of its module resolver at the start of each run (a
-// workspace file may have changed). The Jest install itself never changes (read-only image root),
-// so answers about paths inside it are kept across runs: 7-10% of a step.
-const IMMUTABLE = path.resolve(JEST, '..') + path.sep;
-const walkers = require(path.join(path.dirname(require.resolve('jest-resolve/package.json', { paths: [JEST] })),
-  'build', 'fileWalkers.js'));
-for (const name of ['isFile', 'isDirectory', 'realpathSync', 'readPackageCached']) {
-  const original = walkers[name];
-  const memo = new Map();
-  walkers[name] = (p) => {
-    if (typeof p !== 'string' || !p.startsWith(IMMUTABLE)) return original(p);
-    if (!memo.has(p)) memo.set(p, original(p));
-    return memo.get(p);
-  };
-}
+// Keep what never changes between runs (the Jest install itself): about half of a run.
+require('./jest-warm')(JEST);
 
 const { runCLI } = require(JEST);
 
-// Jest's file crawler spawns `find` twice on every run (a probe, then the crawl) unless
-// forceNodeFilesystemAPI is set; for a workspace of a few dozen files, reading it with fs in this
-// process is 10-20 ms faster per step. Only that crawler option changes.
-const hasteDir = path.dirname(require.resolve('jest-haste-map/package.json', { paths: [JEST] }));
-const crawler = require(path.join(hasteDir, 'build', 'crawlers', 'node.js'));
-const nodeCrawl = crawler.nodeCrawl;
-crawler.nodeCrawl = (options) => nodeCrawl(Object.assign({}, options, { forceNodeFilesystemAPI: true }));
 const send = process.send.bind(process);
 
 function drained(stream) {
