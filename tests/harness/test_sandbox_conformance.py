@@ -112,6 +112,21 @@ def test_warm_jest_keeps_test_files_isolated(tmp_path, make_project, image):
                 assert "toEqual" in f["message"] and f["location"] == {"file": "tests/c.test.js", "line": 1, "column": 42}
 
 
+def test_warm_jest_failure_messages_name_only_the_workspace(tmp_path, make_project, image):
+    """A workspace file that does not compile (ESM in a CommonJS project) reads as in stock Jest: the
+    message and its code frame name the test file, never the runner's own files."""
+    root = make_project(tmp_path / "esm", {"tests/esm.test.js": "import x from './x';\ntest('x', () => {});\n"})
+    for kind in sandbox.names():
+        with sandbox.start(kind, root, **({"image": image} if kind == "docker" else {})) as s:
+            for _ in range(2):
+                answer = s.request("jest", {"test_files": None, "name_pattern": None, "timeout_ms": 20000,
+                                            "output_cap": s.limits.output_cap}, timeout=20)
+                [tr] = answer["report"]["testResults"]
+                msg = tr["failureMessage"]
+                assert "Cannot use import statement outside a module" in msg, msg
+                assert "jest-warm" not in msg and "jest-host" not in msg and "runner.js" not in msg, (kind, msg)
+
+
 def test_name_pattern_narrows_the_run(sb):
     r = tools.call(sb, "jest_run", {"name_pattern": "negatives"})
     assert (r.status, r.data["num_passed"]) == ("passed", 1)

@@ -32,11 +32,28 @@ function replace(obj, name, make) {
   obj[name] = make(original);
 }
 
+// A failure message must read as it would without these patches: Jest points its code frame at the
+// first stack frame outside node_modules, which would otherwise be a wrapper in this file.
+function unframed(e) {
+  if (e && typeof e.stack === 'string' && e.stack.includes(__filename)) {
+    e.stack = e.stack.split('\n').filter((line) => !line.includes(__filename)).join('\n');
+  }
+  return e;
+}
+
+function through(original, self, args) {
+  try {
+    return original.apply(self, args);
+  } catch (e) {
+    throw unframed(e);
+  }
+}
+
 function memoized(original, immutable) {
   const memo = new Map();
   return function (p) {
-    if (typeof p !== 'string' || !p.startsWith(immutable)) return original.apply(this, arguments);
-    if (!memo.has(p)) memo.set(p, original.apply(this, arguments));
+    if (typeof p !== 'string' || !p.startsWith(immutable)) return through(original, this, arguments);
+    if (!memo.has(p)) memo.set(p, through(original, this, arguments));
     return memo.get(p);
   };
 }
@@ -58,12 +75,12 @@ module.exports = function warm(jest) {
   replace(Resolver, 'findNodeModule', (original) => {
     const memo = new Map();
     return function (request, options) {
-      if (options.resolver || options.throwIfNotFound || !inJest(options.basedir)) return original.call(this, request, options);
+      if (options.resolver || options.throwIfNotFound || !inJest(options.basedir)) return through(original, this, arguments);
       const key = JSON.stringify([request, options.basedir, options.conditions, options.extensions,
         options.moduleDirectory, options.paths, options.rootDir]);
       let found = memo.get(key);
       if (found === undefined) {
-        found = original.call(this, request, options);
+        found = through(original, this, arguments);
         if (inJest(found)) memo.set(key, found);
       }
       return found;
@@ -83,7 +100,7 @@ module.exports = function warm(jest) {
   replace(Runtime.prototype, 'createScriptFromCode', (original) => {
     const scripts = new Map();
     return function (source, filename) {
-      if (!inJest(filename) || source.includes('import(')) return original.call(this, source, filename);
+      if (!inJest(filename) || source.includes('import(')) return through(original, this, arguments);
       const code = this.wrapCodeInModuleWrapper(source);
       const hit = scripts.get(filename);
       if (hit && hit.code === code) return hit.script;
@@ -100,16 +117,14 @@ module.exports = function warm(jest) {
   // 6. Jest already loads chalk for its framework outside the test context, once per process. Two
   //    more pure libraries qualify, each used in one place and never handed a test's values:
   //    semver (jest-snapshot compares prettier's version string) and pure-rand (jest-circus
-  //    shuffles with a seed). Building semver's ~40 regexps per test file was ~10% of a run.
+  //    shuffles with a seed). Building semver's ~40 regexps per test file was ~10% of a run. A
+  //    moduleNameMapper that matches either name still gets to map it, as in stock Jest.
   const OUTSIDE = new Set(['semver', 'pure-rand']);
   replace(Runtime.prototype, 'requireInternalModule', (original) => function (from, to) {
-    if (OUTSIDE.has(to) && inJest(from)) return Module.createRequire(from)(to);
-    return original.call(this, from, to);
+    if (OUTSIDE.has(to) && inJest(from)
+        && !(this._config.moduleNameMapper || []).some(([re]) => new RegExp(re).test(to))) {
+      return Module.createRequire(from)(to);
+    }
+    return through(original, this, arguments);
   });
-
-  // 7. Jest's file crawler spawns `find` twice on every run (a probe, then the crawl) unless
-  //    forceNodeFilesystemAPI is set; for a workspace of a few dozen files, reading it with fs in this
-  //    process is 10-20 ms faster per run. Only that crawler option changes.
-  const crawler = jestModule(jest, 'jest-haste-map', 'build/crawlers/node.js');
-  replace(crawler, 'nodeCrawl', (original) => (options) => original(Object.assign({}, options, { forceNodeFilesystemAPI: true })));
 };
