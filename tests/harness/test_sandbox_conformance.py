@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harness import sandbox, tools
@@ -125,6 +127,43 @@ def test_warm_jest_failure_messages_name_only_the_workspace(tmp_path, make_proje
                 msg = tr["failureMessage"]
                 assert "Cannot use import statement outside a module" in msg, msg
                 assert "jest-warm" not in msg and "jest-host" not in msg and "runner.js" not in msg, (kind, msg)
+
+
+STOCK = {
+    **ISOLATION,
+    "tests/esm.test.js": "import x from './x';\ntest('x', () => {});\n",
+    "src/api.js": "exports.get = () => 'real';\n",
+    "src/__mocks__/api.js": "exports.get = () => 'mocked';\n",
+    "src/parse.js": "exports.parse = (s) => s.trim().split(',').map(Number);\n",
+    "tests/mock.test.js": "jest.mock('../src/api');\nconst api = require('../src/api');\n"
+                          "test('manual mock', () => expect(api.get()).toBe('mocked'));\n"
+                          "test('virtual', () => { jest.doMock('nowhere', () => 7, { virtual: true }); "
+                          "expect(require('nowhere')).toBe(7); });\n",
+    "tests/parse.test.js": "const { parse } = require('../src/parse');\n"
+                           "test('throws', () => expect(parse(null)).toEqual([]));\n"
+                           "test('snapshot', () => expect(parse(' 1,2')).toMatchInlineSnapshot(`\n[\n  1,\n  3,\n]\n`));\n",
+}
+
+
+def test_warm_jest_reports_what_stock_jest_reports(tmp_path, make_project, image):
+    """Warm hosts (jest-warm.js, --shard) against a one-shot stock `jest --json` in the same container:
+    the same tests, statuses and failure messages, byte for byte, on the second warm run too."""
+    root = make_project(tmp_path / "stock", STOCK)
+    with sandbox.start("docker", root, image=image) as s:
+        stock = s.exec(["node", "/opt/etai/node_modules/jest/bin/jest.js", "--ci", "--json", "--silent"], timeout=60)
+        report = json.loads(stock.stdout)
+        want = {(r["name"].removeprefix("/scratch/ws/"), t["fullName"], t["status"], tuple(t["failureMessages"]))
+                for r in report["testResults"] for t in r["assertionResults"]}
+        want_files = {r["name"].removeprefix("/scratch/ws/"): r["message"] for r in report["testResults"]}
+        assert len(want) == 10 and report["numFailedTests"] == 3 and report["numRuntimeErrorTestSuites"] == 1
+        for _ in range(2):
+            answer = s.request("jest", {"test_files": None, "name_pattern": None, "timeout_ms": 60000,
+                                        "output_cap": s.limits.output_cap}, timeout=60)
+            got = {(r["file"], t["name"], t["status"], tuple(t["failureMessages"]))
+                   for r in answer["report"]["testResults"] for t in r["tests"]}
+            assert got == want
+            got_files = {r["file"]: r["failureMessage"] or "" for r in answer["report"]["testResults"]}
+            assert got_files == want_files
 
 
 def test_name_pattern_narrows_the_run(sb):
