@@ -114,6 +114,13 @@ def test_warm_jest_keeps_test_files_isolated(tmp_path, make_project, image):
                 assert "toEqual" in f["message"] and f["location"] == {"file": "tests/c.test.js", "line": 1, "column": 42}
 
 
+def _raw_jest_report(s, timeout=60):
+    """The warm hosts' whole report of a full run (jest_run keeps only each failure's first line)."""
+    answer = s.request("jest", {"test_files": None, "name_pattern": None, "timeout_ms": timeout * 1000,
+                                "output_cap": s.limits.output_cap}, timeout=timeout)
+    return answer["report"]
+
+
 def test_warm_jest_failure_messages_name_only_the_workspace(tmp_path, make_project, image):
     """A workspace file that does not compile (ESM in a CommonJS project) reads as in stock Jest: the
     message and its code frame name the test file, never the runner's own files."""
@@ -121,9 +128,7 @@ def test_warm_jest_failure_messages_name_only_the_workspace(tmp_path, make_proje
     for kind in sandbox.names():
         with sandbox.start(kind, root, **({"image": image} if kind == "docker" else {})) as s:
             for _ in range(2):
-                answer = s.request("jest", {"test_files": None, "name_pattern": None, "timeout_ms": 20000,
-                                            "output_cap": s.limits.output_cap}, timeout=20)
-                [tr] = answer["report"]["testResults"]
+                [tr] = _raw_jest_report(s, timeout=20)["testResults"]
                 msg = tr["failureMessage"]
                 assert "Cannot use import statement outside a module" in msg, msg
                 assert "jest-warm" not in msg and "jest-host" not in msg and "runner.js" not in msg, (kind, msg)
@@ -157,12 +162,11 @@ def test_warm_jest_reports_what_stock_jest_reports(tmp_path, make_project, image
         want_files = {r["name"].removeprefix("/scratch/ws/"): r["message"] for r in report["testResults"]}
         assert len(want) == 10 and report["numFailedTests"] == 3 and report["numRuntimeErrorTestSuites"] == 1
         for _ in range(2):
-            answer = s.request("jest", {"test_files": None, "name_pattern": None, "timeout_ms": 60000,
-                                        "output_cap": s.limits.output_cap}, timeout=60)
+            report = _raw_jest_report(s)
             got = {(r["file"], t["name"], t["status"], tuple(t["failureMessages"]))
-                   for r in answer["report"]["testResults"] for t in r["tests"]}
+                   for r in report["testResults"] for t in r["tests"]}
             assert got == want
-            got_files = {r["file"]: r["failureMessage"] or "" for r in answer["report"]["testResults"]}
+            got_files = {r["file"]: r["failureMessage"] or "" for r in report["testResults"]}
             assert got_files == want_files
 
 

@@ -49,23 +49,23 @@ function through(original, self, args) {
   }
 }
 
-function memoized(original, immutable) {
+function memoized(original, keep) {
   const memo = new Map();
   return function (p) {
-    if (typeof p !== 'string' || !p.startsWith(immutable)) return through(original, this, arguments);
+    if (!keep(p)) return through(original, this, arguments);
     if (!memo.has(p)) memo.set(p, through(original, this, arguments));
     return memo.get(p);
   };
 }
 
 module.exports = function warm(jest) {
-  const immutable = path.resolve(jest, '..') + path.sep;
-  const inJest = (p) => typeof p === 'string' && p.startsWith(immutable);
+  const install = path.resolve(jest, '..') + path.sep;
+  const inJest = (p) => typeof p === 'string' && p.startsWith(install);
 
   // 1. File system answers of the resolver (Jest forgets them at the start of every run): 7-10%.
   const walkers = jestModule(jest, 'jest-resolve', 'build/fileWalkers.js');
   for (const name of ['isFile', 'isDirectory', 'realpathSync', 'readPackageCached']) {
-    replace(walkers, name, (original) => memoized(original, immutable));
+    replace(walkers, name, (original) => memoized(original, inJest));
   }
 
   // 2. Node resolution from a directory inside the install to a file inside it. Only Jest's own
@@ -90,7 +90,7 @@ module.exports = function warm(jest) {
   // 3. Module text: each test file has its own read cache, so every file re-read the framework.
   const Runtime = jestModule(jest, 'jest-runtime', 'build/index.js').default;
   for (const name of ['readFile', 'readFileBuffer']) {
-    replace(Runtime.prototype, name, (original) => memoized(original, immutable));
+    replace(Runtime.prototype, name, (original) => memoized(original, inJest));
   }
 
   // 4. Compiled code: a vm.Script may run in any number of contexts, so the framework is compiled
@@ -100,19 +100,21 @@ module.exports = function warm(jest) {
   replace(Runtime.prototype, 'createScriptFromCode', (original) => {
     const scripts = new Map();
     return function (source, filename) {
-      if (!inJest(filename) || source.includes('import(')) return through(original, this, arguments);
-      const code = this.wrapCodeInModuleWrapper(source);
+      if (!inJest(filename)) return through(original, this, arguments);
+      // The wrapper's head depends only on the config; the (memoized) source is the same string.
+      const head = this.constructModuleWrapperStart();
       const hit = scripts.get(filename);
-      if (hit && hit.code === code) return hit.script;
-      const script = new vm.Script(code, { displayErrors: true, filename });
-      scripts.set(filename, { code, script });
+      if (hit && hit.source === source && hit.head === head) return hit.script;
+      if (source.includes('import(')) return through(original, this, arguments);
+      const script = new vm.Script(this.wrapCodeInModuleWrapper(source), { displayErrors: true, filename });
+      scripts.set(filename, { source, head, script });
       return script;
     };
   });
 
   // 5. Jest makes a Node require function for every require inside its framework (to check for the
   //    few modules it loads outside the sandbox); one per requiring file is enough.
-  replace(Module, 'createRequire', (original) => memoized(original, immutable));
+  replace(Module, 'createRequire', (original) => memoized(original, inJest));
 
   // 6. Jest already loads chalk for its framework outside the test context, once per process. Two
   //    more pure libraries qualify, each used in one place and never handed a test's values:
