@@ -23,7 +23,9 @@ NODE_VERSION = "20.20.2"
 DEBIAN_SUITE = "bookworm"
 REPO = "etai-sandbox"
 BASE_REPO = "etai-base"
-_RUNNER_FILES = ("package.json", "package-lock.json", "runner.js", "jest-host.js", "jest-warm.js")
+_RUNNER_FILES = ("package.json", "package-lock.json", "runner.js", "jest-host.js", "jest-warm.js", "guard.js",
+                 "guard-lockdown.js", "guard-framework.js")
+_DEPS_FILES = ("package.json", "package-lock.json")
 
 
 def cache_dir() -> Path:
@@ -78,19 +80,37 @@ def _run(cmd: list[str], what: str, **kw) -> subprocess.CompletedProcess:
 def runner_dir() -> Path:
     """The runner with Jest installed (``npm ci`` of the lockfile), cached by content digest.
 
-    The docker image copies it in; the ``local`` sandbox runs it straight from here.
+    The docker image copies it in; the ``local`` sandbox runs it straight from here. ``node_modules``
+    is installed once per lockfile and shared by the runner folders of every script version.
     """
     digest = _digest([(RECIPE / "runner" / f).read_bytes() for f in _RUNNER_FILES])[:12]
     target = cache_dir() / f"runner-{digest}"
     if (target / "node_modules" / "jest").is_dir():
         return target
+    deps = _runner_deps()
     tmp = Path(tempfile.mkdtemp(prefix="runner-", dir=cache_dir()))
     for f in _RUNNER_FILES:
+        shutil.copy2(RECIPE / "runner" / f, tmp / f)
+    (tmp / "node_modules").symlink_to(deps / "node_modules", target_is_directory=True)
+    try:
+        tmp.rename(target)
+    except OSError:  # a concurrent build won the race; its copy is identical
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _runner_deps() -> Path:
+    digest = _digest([(RECIPE / "runner" / f).read_bytes() for f in _DEPS_FILES])[:12]
+    target = cache_dir() / f"runner-deps-{digest}"
+    if (target / "node_modules" / "jest").is_dir():
+        return target
+    tmp = Path(tempfile.mkdtemp(prefix="runner-deps-", dir=cache_dir()))
+    for f in _DEPS_FILES:
         shutil.copy2(RECIPE / "runner" / f, tmp / f)
     _run(["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"], "npm ci of the sandbox runner", cwd=tmp)
     try:
         tmp.rename(target)
-    except OSError:  # a concurrent build won the race; its copy is identical
+    except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
 
@@ -154,7 +174,7 @@ def build(*, base: str | None = None, force: bool = False, log=print) -> str:
     log(f"building {tag}")
     with tempfile.TemporaryDirectory(prefix="etai-ctx-") as ctx:
         shutil.copy2(RECIPE / "Dockerfile", Path(ctx) / "Dockerfile")
-        shutil.copytree(runner_dir(), Path(ctx) / "runner", symlinks=True)
+        shutil.copytree(runner_dir(), Path(ctx) / "runner", symlinks=False)  # node_modules is a link here
         try:
             client.images.build(path=ctx, tag=tag, buildargs={"BASE": base}, rm=True, forcerm=True,
                                 pull=False, labels={"etai.recipe": recipe_digest()})

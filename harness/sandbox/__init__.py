@@ -35,6 +35,7 @@ class Limits:
     scratch_mb: int = 256
     timeout_s: float = 30.0  # default deadline of one exec or Jest run
     output_cap: int = 1 << 20  # bytes kept of stdout+stderr per exec
+    guard: bool = True  # grading integrity in the Jest hosts; off only for benchmarks that measure its cost
 
 
 @dataclass(frozen=True)

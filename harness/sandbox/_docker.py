@@ -42,26 +42,40 @@ def _labels(run_id: str | None) -> dict[str, str]:
             f"{LABEL}.started_at": str(int(time.time())), f"{LABEL}.run_id": run_id or ""}
 
 
-def create_container(image: str, limits: Limits, *, run_id: str | None = None, name_prefix: str = "etai"):
-    """Start a detached container with the full hardened profile; return (container, name)."""
+def create_container(image: str, limits: Limits, *, run_id: str | None = None, name_prefix: str = "etai",
+                     trusted_root: bool = True):
+    """Start a detached container with the full hardened profile; return (container, name).
+
+    With ``trusted_root`` (the Jest sandbox), the in-sandbox runner is exec'd as root holding only
+    SETUID, SETGID and KILL, owns the workspace, and runs tests and commands as the sandbox user, to
+    whom the workspace is then read-only. Without it (HumanEval's driver) every process is the
+    sandbox user, who owns the scratch space.
+    """
     import docker.errors
     from docker.types import LogConfig, Ulimit
 
     name = f"{name_prefix}-{uuid.uuid4().hex[:12]}"
-    scratch = f"rw,nosuid,nodev,noexec,size={limits.scratch_mb}m,uid=10001,gid=10001,mode=0700"
+    owner = "uid=0,gid=0,mode=0755" if trusted_root else "uid=10001,gid=10001,mode=0700"
+    scratch = f"rw,nosuid,nodev,noexec,size={limits.scratch_mb}m,{owner}"
+    env = {"HOME": "/scratch", "TMPDIR": "/scratch/tmp", "ETAI_WORKSPACE": "/scratch/ws",
+           "ETAI_JEST_HEAP_MB": str(max(128, int(limits.memory_mb * 0.6))),
+           "ETAI_JEST_HOSTS": str(jest_hosts(limits))}
+    if trusted_root:
+        env["ETAI_SANDBOX_UID"] = "10001"
+    if not limits.guard:
+        env["ETAI_JEST_GUARD"] = "off"
     try:
         c = client().containers.run(
             image, ["sleep", "infinity"], name=name, labels=_labels(run_id), detach=True,
             init=True, network_mode="none", cap_drop=["ALL"], security_opt=["no-new-privileges"],
-            user=UID, read_only=True, tmpfs={"/scratch": scratch}, ipc_mode="none",
+            cap_add=["SETUID", "SETGID", "KILL"] if trusted_root else [],
+            user="0:0" if trusted_root else UID, read_only=True, tmpfs={"/scratch": scratch}, ipc_mode="none",
             mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
             pids_limit=limits.pids, nano_cpus=int(limits.cpus * 1e9),
             ulimits=[Ulimit(name="nofile", soft=limits.nofile, hard=limits.nofile)],
             log_config=LogConfig(type="none"), working_dir="/scratch",
             # Environment is an allowlist: nothing of the host's (secrets included) goes in.
-            environment={"HOME": "/scratch", "TMPDIR": "/scratch/tmp", "ETAI_WORKSPACE": "/scratch/ws",
-                         "ETAI_JEST_HEAP_MB": str(max(128, int(limits.memory_mb * 0.6))),
-                         "ETAI_JEST_HOSTS": str(jest_hosts(limits))},
+            environment=env,
         )
     except docker.errors.ImageNotFound as e:
         raise InfraError(f"sandbox image {image} is missing; run `etai image build`") from e
@@ -95,7 +109,7 @@ class DockerSandbox(RunnerSandbox):
         # hand demultiplexing of Docker's stream frames; the CLI does exactly that, over the same API.
         try:
             proc = subprocess.Popen(
-                ["docker", "exec", "-i", self.name, "node", "/opt/etai/runner.js"],
+                ["docker", "exec", "-i", "-u", "0:0", self.name, "node", "/opt/etai/runner.js"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 start_new_session=True,  # Ctrl-C reaches us, not the pipe; close() ends it
             )

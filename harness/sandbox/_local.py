@@ -29,6 +29,8 @@ class LocalSandbox(RunnerSandbox):
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")}
         env.update(HOME=str(self._tmp), TMPDIR=str(self._tmp / "tmp"), ETAI_WORKSPACE=str(self._tmp / "ws"),
                    NODE_ENV="test", GIT_CONFIG_NOSYSTEM="1", ETAI_JEST_HOSTS=str(jest_hosts(limits)))
+        if not limits.guard:
+            env["ETAI_JEST_GUARD"] = "off"
         proc = subprocess.Popen(["node", str(runner / "runner.js")], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                 start_new_session=True)

@@ -76,7 +76,8 @@ class Box:
         self._seq = 0
         self._buf = b""
         self._nonce = secrets.token_hex(16).encode()
-        _, self.name = _docker.create_container(image, limits, run_id=run_id, name_prefix="etai-he")
+        _, self.name = _docker.create_container(image, limits, run_id=run_id, name_prefix="etai-he",
+                                                trusted_root=False)
         try:
             self.proc = subprocess.Popen(
                 ["docker", "exec", "-i", self.name, "python3", "-I", "-c", BOOT],

@@ -91,7 +91,7 @@ def test_buffer_balloon_is_memory_limit(tmp_path, image):
 def test_tmpfs_fill_hits_enospc(tmp_path, image):
     body = ("const fs = require('fs');\n"
             "test('fill', () => { const b = Buffer.alloc(1 << 20, 1);\n"
-            "  for (let i = 0; i < 1000; i++) fs.writeFileSync('/scratch/fill' + i, b); });\n")
+            "  for (let i = 0; i < 1000; i++) fs.writeFileSync('/scratch/tmp/fill' + i, b); });\n")
     r = run_case(tmp_path, image, body)
     assert r.status == "failed" and "ENOSPC" in str(r.data)  # the test's write, or Jest's own cache write
 
@@ -121,11 +121,11 @@ def test_host_files_and_secrets_stay_out(tmp_path, image, monkeypatch):
     canary = tmp_path / "host-canary.txt"
     canary.write_text("HOST-SECRET-CANARY")
     monkeypatch.setenv("ETAI_TEST_SECRET", "ENV-SECRET-CANARY")
-    body = (f"const fs = require('fs');\n"
-            f"test('steal', () => {{ const env = fs.readFileSync('/proc/self/environ', 'utf8')\n"
-            f"  + fs.readFileSync('/proc/1/environ', 'utf8') + JSON.stringify(process.env);\n"
-            f"  let host = ''; try {{ host = fs.readFileSync({str(canary)!r}, 'utf8'); }} catch (e) {{ host = e.code; }}\n"
-            f"  throw new Error('LEAK ' + host + ' ' + env); }});\n")
+    read = "(p) => { try { return fs.readFileSync(p, 'utf8'); } catch (e) { return e.code; } }"
+    body = (f"const fs = require('fs');\nconst read = {read};\n"
+            f"test('steal', () => {{ const env = read('/proc/self/environ') + read('/proc/1/environ')\n"
+            f"  + JSON.stringify(process.env);\n"
+            f"  throw new Error('LEAK ' + read({str(canary)!r}) + ' ' + env); }});\n")
     r = run_case(tmp_path, image, body)
     msg = r.data["failed_tests"][0]["message"]
     assert "LEAK ENOENT" in msg
@@ -168,18 +168,29 @@ def test_editing_the_test_file_to_pass_is_not_green(tmp_path, image):
     assert sb.name not in _docker.leftovers()
 
 
-def test_symlink_out_of_the_workspace_is_refused(tmp_path, image):
+def test_tests_cannot_write_the_workspace(tmp_path, image):
+    """The workspace belongs to the runner: a test (the agent's code) can neither change a file nor
+    plant a symlink in it, and the sandbox user's own scratch space stays usable."""
+    body = ("const fs = require('fs');\n"
+            "const code = (f) => { try { f(); return 'ok'; } catch (e) { return e.code; } };\n"
+            "test('write', () => { throw new Error('CODES ' + [code(() => fs.writeFileSync('tests/good.test.js', 'x')),\n"
+            "  code(() => fs.symlinkSync('/etc/passwd', 'leak')), code(() => fs.mkdirSync('many')),\n"
+            "  code(() => fs.writeFileSync('/scratch/tmp/mine', 'x'))].join(' ')); });\n")
+    r = run_case(tmp_path, image, body)
+    assert "CODES EACCES EACCES EACCES ok" in r.data["failed_tests"][0]["message"]
+
+
+def test_symlink_out_of_the_workspace_is_refused(tmp_path):
+    """Where a test can plant symlinks (the local sandbox, which has no users), the tools refuse them."""
     body = ("const fs = require('fs');\n"
             "test('link', () => { fs.symlinkSync('/etc/passwd', 'leak'); fs.symlinkSync('/etc', 'dir'); });\n")
-
-    def after(sb):
+    with sandbox.start("local", hostile(tmp_path, body), limits=LIMITS) as sb:
+        tools.call(sb, "jest_run", {"test_file": "tests/evil.test.js"})
         for path in ("leak", "dir/passwd"):
             r = tools.call(sb, "file_read", {"file": path})
             assert r.status == "error" and "leaves the workspace" in r.error
         w = tools.call(sb, "file_write", {"file": "dir/evil", "content": "x"})
         assert w.status == "error" and "leaves the workspace" in w.error
-
-    run_case(tmp_path, image, body, after=after)
 
 
 def test_host_symlinks_in_a_workspace_are_not_uploaded(tmp_path, image):
@@ -193,16 +204,16 @@ def test_host_symlinks_in_a_workspace_are_not_uploaded(tmp_path, image):
 
 
 def test_huge_number_of_files_is_bounded(tmp_path, image):
-    body = ("const fs = require('fs');\n"
-            "test('many', () => { fs.mkdirSync('many'); for (let i = 0; i < 20000; i++) fs.writeFileSync('many/f' + i, ''); });\n")
-
-    def after(sb):
+    root = hostile(tmp_path, GOOD_TEST)
+    for i in range(600):
+        (root / "many" / f"f{i:03d}.txt").parent.mkdir(exist_ok=True)
+        (root / "many" / f"f{i:03d}.txt").write_text("")
+    with sandbox.start("docker", root, image=image, limits=LIMITS) as sb:
         r = tools.call(sb, "list_files", {"max": 500})
         assert r.ok and len(r.data["files"]) == 500 and r.data["truncated"]
         s = tools.call(sb, "search", {"pattern": "fine"})
-        assert s.ok and s.data["matches"][0]["file"] == "tests/good.test.js"
-
-    run_case(tmp_path, image, body, args={"test_file": "tests/evil.test.js", "timeout_s": 30}, after=after)
+        assert s.ok and {m["file"] for m in s.data["matches"]} == {"tests/evil.test.js", "tests/good.test.js"}
+    assert sb.name not in _docker.leftovers()
 
 
 def test_non_utf8_output_is_replaced_not_crashed(tmp_path, image):
@@ -219,9 +230,9 @@ def test_non_utf8_output_is_replaced_not_crashed(tmp_path, image):
 
 def test_scratch_is_noexec_and_writable(tmp_path, image):
     def after(sb):
-        w = sb.exec(["sh", "-c", "echo 'echo hi' > /scratch/x.sh && chmod +x /scratch/x.sh && /scratch/x.sh"])
+        w = sb.exec(["sh", "-c", "echo 'echo hi' > /scratch/tmp/x.sh && chmod +x /scratch/tmp/x.sh && /scratch/tmp/x.sh"])
         assert w.status == Status.FAILED and "denied" in w.stderr.lower()
-        assert sb.exec(["sh", "-c", "touch /scratch/ok && id -u"]).stdout.strip() == "10001"
+        assert sb.exec(["sh", "-c", "touch /scratch/tmp/ok && id -u"]).stdout.strip() == "10001"
 
     run_case(tmp_path, image, GOOD_TEST, after=after)
 

@@ -8,14 +8,29 @@
 
 const path = require('path');
 
+// Started as root by a root runner (the Docker sandbox), a host becomes the sandbox user before it
+// loads anything: the workspace (owned by root) is then read-only to every test, and the changed
+// credentials make this process non-dumpable, so processes a test starts cannot ptrace it or open
+// its /proc/<pid>/mem and fds.
+if (process.getuid && process.getuid() === 0 && process.env.ETAI_SANDBOX_UID) {
+  const id = Number(process.env.ETAI_SANDBOX_UID);
+  process.setgroups([id]);
+  process.setgid(id);
+  process.setuid(id);
+}
+
 const WS = path.resolve(process.env.ETAI_WORKSPACE || '/scratch/ws');
 const JEST = process.env.ETAI_JEST || path.join(__dirname, 'node_modules', 'jest');
 // Keep what never changes between runs (the Jest install itself): about half of a run.
 require('./jest-warm')(JEST);
 
 const { runCLI } = require(JEST);
+// Grading integrity (guard.js). Off only where the harness asks for it by name (benchmarks).
+const guard = process.env.ETAI_JEST_GUARD === 'off' ? null : require('./guard');
+if (guard) guard.install(JEST);
 
 const send = process.send.bind(process);
+const CACHE = path.join(process.env.TMPDIR || '/tmp', 'jest-cache');
 
 function drained(stream) {
   return stream.writableLength > 0 ? new Promise((ok) => stream.once('drain', ok)) : Promise.resolve();
@@ -36,7 +51,7 @@ function slim(results) {
       execError: r.testExecError ? String(r.testExecError.message || r.testExecError).slice(0, 4000) : null,
       failureMessage: r.failureMessage ? r.failureMessage.slice(0, 8000) : null,
       tests: r.testResults.map((t) => ({
-        name: t.fullName, status: t.status, duration: t.duration,
+        name: t.fullName, status: t.status, duration: t.duration, asserts: t.numPassingAsserts,
         failureMessages: (t.failureMessages || []).map((m) => m.slice(0, 4000)),
       })),
     })),
@@ -45,8 +60,10 @@ function slim(results) {
 
 async function run(nonce, testFiles, namePattern, shard) {
   const argv = {
-    _: [], $0: 'jest', ci: true, watchman: false, silent: true, runInBand: true, cache: true,
-    cacheDirectory: path.join(process.env.TMPDIR || '/tmp', 'jest-cache'), color: false,
+    _: [], $0: 'jest', ci: true, watchman: false, silent: true, runInBand: true, color: false,
+    // Tests can write the cache folder, so a graded run never reads it: Jest keeps transforms in
+    // memory between runs of this host instead (keyed by path and mtime).
+    cache: !guard, cacheDirectory: CACHE,
     // No reporters: the answer is the JSON we send. Jest's default reporter would also buffer what
     // tests write to stdout in memory, beyond the runner's output cap (a flood killed the host).
     reporters: [],
@@ -58,14 +75,16 @@ async function run(nonce, testFiles, namePattern, shard) {
   }
   if (namePattern) argv.testNamePattern = namePattern;
   if (shard) argv.shard = shard; // "i/n": Jest's own split of the run between warm hosts
+  if (guard) guard.beginRun();
   const t0 = process.hrtime.bigint();
   const { results } = await runCLI(argv, [WS]);
   const jestMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  const record = guard ? guard.takeRun() : null;
   // Let what tests wrote reach the runner before the answer does, so its output cap can act:
   // writes to a pipe queue up in this process, and a flood would otherwise outrun the answer.
   await drained(process.stdout);
   await drained(process.stderr);
-  send({ nonce, report: slim(results), jest_ms: jestMs });
+  send({ nonce, report: slim(results), guard: record, jest_ms: jestMs });
 }
 
 // The test files Jest would run, asked on the pristine workspace (no test code runs for this).
@@ -73,16 +92,25 @@ async function listTests(nonce) {
   const lines = [];
   const log = console.log;
   console.log = (...a) => { lines.push(a.join(' ')); };
+  const argv = { _: [], $0: 'jest', ci: true, watchman: false, listTests: true, json: true, cache: !guard,
+    cacheDirectory: CACHE };
   try {
-    await runCLI({ _: [], $0: 'jest', ci: true, watchman: false, listTests: true, json: true,
-      cacheDirectory: path.join(process.env.TMPDIR || '/tmp', 'jest-cache') }, [WS]);
+    await runCLI(argv, [WS]);
   } finally { console.log = log; }
   const files = JSON.parse(lines.join('\n') || '[]').map((f) => path.relative(WS, f)).sort();
-  send({ nonce, files });
+  // What the config names (setup files, environments, transforms) is as protected as the tests.
+  let named = [];
+  if (guard) {
+    const { configs } = await require(require.resolve('jest-config', { paths: [JEST] })).readConfigs(argv, [WS]);
+    named = [...new Set([].concat(...configs.map(guard.configFiles)))].sort();
+  }
+  send({ nonce, files, config_files: named });
 }
 
 process.on('message', (m) => {
   const nonce = m.nonce;
+  // Test files and config-named files of the pristine workspace, as the runner listed them at init.
+  if (guard && Array.isArray(m.protected)) guard.addProtected(m.protected);
   const work = m.op === 'list' ? listTests(nonce) : run(nonce, m.test_files, m.name_pattern, m.shard);
   work.catch((e) => {
     send({ nonce, report: null, error: String((e && e.stack) || e).slice(0, 4000) });

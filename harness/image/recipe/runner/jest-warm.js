@@ -33,19 +33,20 @@ function replace(obj, name, make) {
 }
 
 // A failure message must read as it would without these patches: Jest points its code frame at the
-// first stack frame outside node_modules, which would otherwise be a wrapper in this file.
-function unframed(e) {
-  if (e && typeof e.stack === 'string' && e.stack.includes(__filename)) {
-    e.stack = e.stack.split('\n').filter((line) => !line.includes(__filename)).join('\n');
+// first stack frame outside node_modules, which would otherwise be a wrapper in this file (or, for
+// guard.js, which uses these too, in the guard's files).
+function unframed(e, files = [__filename]) {
+  if (e && typeof e.stack === 'string' && files.some((f) => e.stack.includes(f))) {
+    e.stack = e.stack.split('\n').filter((line) => !files.some((f) => line.includes(f))).join('\n');
   }
   return e;
 }
 
-function through(original, self, args) {
+function through(original, self, args, files) {
   try {
     return original.apply(self, args);
   } catch (e) {
-    throw unframed(e);
+    throw unframed(e, files);
   }
 }
 
@@ -58,8 +59,13 @@ function memoized(original, keep) {
   };
 }
 
-module.exports = function warm(jest) {
-  const install = path.resolve(jest, '..') + path.sep;
+module.exports = warm;
+module.exports.through = through;
+module.exports.unframed = unframed;
+
+function warm(jest) {
+  // Real path: module file names are real paths, and the install may be reached through a link.
+  const install = require('fs').realpathSync(path.resolve(jest, '..')) + path.sep;
   const inJest = (p) => typeof p === 'string' && p.startsWith(install);
 
   // 1. File system answers of the resolver (Jest forgets them at the start of every run): 7-10%.
@@ -129,4 +135,4 @@ module.exports = function warm(jest) {
     }
     return through(original, this, arguments);
   });
-};
+}

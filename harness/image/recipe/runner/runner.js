@@ -18,6 +18,12 @@ const crypto = require('crypto');
 
 const WS = path.resolve(process.env.ETAI_WORKSPACE || '/scratch/ws');
 const HOST = path.join(__dirname, 'jest-host.js');
+// In the Docker sandbox (which sets ETAI_SANDBOX_UID) this runner is root, with only SETUID, SETGID
+// and KILL, and owns the workspace; tests and commands run as the sandbox user, to whom the
+// workspace is read-only. The `local` sandbox runs everything as the calling user.
+const SANDBOX_ID = Number(process.env.ETAI_SANDBOX_UID || 0);
+const AS_ROOT = SANDBOX_ID > 0 && process.getuid && process.getuid() === 0;
+const TMP = process.env.TMPDIR || '/tmp';
 const MAX_READ = 1 << 20; // file_read answers at most 1 MiB; the rest is reported as truncated
 const protocolOut = process.stdout; // only this process writes protocol lines here
 
@@ -29,12 +35,17 @@ function inside(p) {
 }
 
 // Resolve a workspace-relative path and refuse anything that leaves the workspace, including
-// through symlinks (checked on the real path of the longest existing prefix).
-function resolvePath(rel, { mustExist = true } = {}) {
+// through symlinks (checked on the real path of the longest existing prefix). Writes never reach
+// .git (its config can name commands that git runs) or node_modules (what tests require).
+function resolvePath(rel, { mustExist = true, write = false } = {}) {
   if (typeof rel !== 'string' || rel === '') throw new ToolError('path must be a non-empty string');
   if (rel.includes('\0')) throw new ToolError('path contains a NUL byte');
   const p = path.resolve(WS, rel);
   if (!inside(p)) throw new ToolError(`path ${JSON.stringify(rel)} leaves the workspace`);
+  const parts = path.relative(WS, p).split(path.sep);
+  if (write && (parts.includes('.git') || parts.includes('node_modules'))) {
+    throw new ToolError(`path ${JSON.stringify(rel)} is inside ${parts.includes('.git') ? '.git' : 'node_modules'}, which tools may not change`);
+  }
   let probe = p;
   while (!fs.existsSync(probe) && probe !== WS) probe = path.dirname(probe);
   let real;
@@ -54,7 +65,8 @@ function runCommand(argv, { timeoutMs = 10000, outputCap = 1 << 20, cwd = WS, in
     const oomBefore = oomKills();
     let child;
     try {
-      child = cp.spawn(argv[0], argv.slice(1), { cwd, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+      child = cp.spawn(argv[0], argv.slice(1), Object.assign({ cwd, detached: true, stdio: ['pipe', 'pipe', 'pipe'] },
+        AS_ROOT ? { uid: SANDBOX_ID, gid: SANDBOX_ID, env: Object.assign({}, process.env, { HOME: TMP }) } : {}));
     } catch (e) {
       resolve({ status: 'failed', exit_code: 127, stdout: '', stderr: String(e.message), duration_ms: 0 });
       return;
@@ -112,9 +124,13 @@ function oomKills() {
 function startHost(slot) {
   const heapMb = Number(process.env.ETAI_JEST_HEAP_MB || 0);
   const execArgv = heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
+  // A host starts as this process's user and, if that is root, becomes the sandbox user itself
+  // before loading anything (jest-host.js): that change of credentials is what makes it
+  // non-dumpable, which a uid given to fork() would not.
   const proc = cp.fork(HOST, [], {
     cwd: WS, detached: true, execArgv, stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    env: Object.assign({}, process.env, { ETAI_WORKSPACE: WS }),
+    env: Object.assign({}, process.env, { ETAI_WORKSPACE: WS },
+      AS_ROOT ? { HOME: TMP } : {}),
   });
   const h = { proc, slot, pending: null, tail: [], outN: 0, cap: 1 << 20, reason: null };
   const onOut = (chunk) => {
@@ -185,6 +201,13 @@ function hostCall(slot, msg, timeoutMs, outputCap) {
 }
 
 let testFiles = null; // the test files of the pristine workspace, listed at init
+let protectedFiles = []; // those and the files the Jest config names, sent with every run
+
+// The guard's records of the shards of one run, as one.
+function mergeGuards(guards) {
+  if (guards.some((g) => !g)) return null;
+  return { files: Object.assign({}, ...guards.map((g) => g.files)), tamper: [].concat(...guards.map((g) => g.tamper)) };
+}
 
 // Reports of the shards of one run, as one report.
 function mergeReports(reports) {
@@ -204,7 +227,8 @@ async function jestRun(req) {
   const n = Math.min(N_HOSTS, files ? files.length : (testFiles || []).length) || 1;
   const t0 = Date.now();
   const parts = await Promise.all([...Array(n).keys()].map((i) => hostCall(i,
-    { test_files: files, name_pattern: req.name_pattern || null, shard: n > 1 ? `${i + 1}/${n}` : null },
+    { test_files: files, name_pattern: req.name_pattern || null, shard: n > 1 ? `${i + 1}/${n}` : null,
+      protected: protectedFiles },
     req.timeout_ms, req.output_cap)));
   const expected = files ? files.filter((f) => (testFiles || []).includes(f)) : (testFiles || []);
   const duration_ms = Date.now() - t0;
@@ -214,6 +238,7 @@ async function jestRun(req) {
   const broken = parts.find((r) => !r.answer.report);
   return { evidence: 'nonce', workspace: WS, expected_files: expected, duration_ms, output_bytes,
     report: broken ? null : mergeReports(parts.map((r) => r.answer.report)),
+    guard: broken ? null : mergeGuards(parts.map((r) => r.answer.guard)),
     error: broken ? broken.answer.error || 'no report' : null,
     jest_ms: Math.max(...parts.map((r) => r.answer.jest_ms || 0)) };
 }
@@ -267,7 +292,7 @@ function search(pattern, dir, max, flags) {
 }
 
 function writeFileSafe(p, data) {
-  fs.mkdirSync(path.dirname(p), { recursive: true });
+  fs.mkdirSync(path.dirname(p), { recursive: true, mode: 0o755 });
   // Re-check after mkdir: a symlinked parent created meanwhile must not redirect the write.
   if (!inside(fs.realpathSync(path.dirname(p)))) throw new ToolError('path leaves the workspace (through a symlink)');
   try { if (fs.lstatSync(p).isSymbolicLink()) fs.unlinkSync(p); } catch (e) { /* new file */ }
@@ -276,11 +301,15 @@ function writeFileSafe(p, data) {
 
 const GIT_ENV = Object.assign({}, process.env, {
   GIT_AUTHOR_NAME: 'etai', GIT_AUTHOR_EMAIL: 'etai@localhost', GIT_COMMITTER_NAME: 'etai',
-  GIT_COMMITTER_EMAIL: 'etai@localhost', GIT_CONFIG_NOSYSTEM: '1', HOME: process.env.HOME || '/scratch',
+  GIT_COMMITTER_EMAIL: 'etai@localhost', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null',
+  HOME: process.env.HOME || '/scratch',
 });
+// Nothing in the workspace may make git run a program: no hooks, no fsmonitor, no external diff.
+const GIT_SAFE = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'diff.external=',
+  '-c', 'core.pager=cat', '-c', 'safe.directory=*'];
 
 function git(args) {
-  const r = cp.spawnSync('git', args, { cwd: WS, env: GIT_ENV, maxBuffer: 8 << 20, timeout: 20000 });
+  const r = cp.spawnSync('git', GIT_SAFE.concat(args), { cwd: WS, env: GIT_ENV, maxBuffer: 8 << 20, timeout: 20000 });
   if (r.error) throw new ToolError(`git failed: ${r.error.message}`);
   if (r.status !== 0) throw new ToolError(`git ${args[0]} failed: ${String(r.stderr).trim().slice(0, 500)}`);
   return String(r.stdout);
@@ -293,7 +322,7 @@ const handlers = {
   init: async (req) => {
     fs.mkdirSync(WS, { recursive: true });
     for (const [name, b64] of Object.entries(req.files || {})) {
-      writeFileSafe(resolvePath(name, { mustExist: false }), Buffer.from(b64, 'base64'));
+      writeFileSafe(resolvePath(name, { mustExist: false, write: true }), Buffer.from(b64, 'base64'));
     }
     // A baseline commit so git_diff/git_status show exactly what the agent changed.
     git(['init', '-q']);
@@ -301,7 +330,9 @@ const handlers = {
     git(['-c', 'commit.gpgsign=false', 'commit', '-q', '--allow-empty', '-m', 'etai baseline']);
     const listed = await hostCall(0, { op: 'list' }, 60000);
     testFiles = listed.ok ? listed.answer.files : [];
-    return { files: Object.keys(req.files || {}).length, test_files: testFiles };
+    const configFiles = listed.ok ? listed.answer.config_files || [] : [];
+    protectedFiles = testFiles.concat(configFiles);
+    return { files: Object.keys(req.files || {}).length, test_files: testFiles, config_files: configFiles };
   },
 
   jest: (req) => jestRun(req),
@@ -318,13 +349,13 @@ const handlers = {
   },
 
   write: (req) => {
-    const p = resolvePath(req.path, { mustExist: false });
+    const p = resolvePath(req.path, { mustExist: false, write: true });
     writeFileSafe(p, Buffer.from(req.content_b64 || '', 'base64'));
     return { path: rel(p), bytes: fs.statSync(p).size };
   },
 
   edit: (req) => {
-    const p = resolvePath(req.path);
+    const p = resolvePath(req.path, { write: true });
     const text = fs.readFileSync(p, 'utf8');
     if (typeof req.old !== 'string' || req.old === '') throw new ToolError('old must be a non-empty string');
     const n = text.split(req.old).length - 1;
@@ -390,7 +421,10 @@ process.stdin.on('data', (d) => {
   while ((i = buf.indexOf('\n')) >= 0) { const line = buf.slice(0, i); buf = buf.slice(i + 1); if (line.trim()) handle(line); }
 });
 process.stdin.on('end', () => { hosts.forEach((h) => h && killHost(h)); process.exit(0); });
-fs.mkdirSync(WS, { recursive: true });
-if (process.env.TMPDIR) fs.mkdirSync(process.env.TMPDIR, { recursive: true });
+fs.mkdirSync(WS, { recursive: true, mode: 0o755 });
+if (process.env.TMPDIR) {
+  fs.mkdirSync(process.env.TMPDIR, { recursive: true });
+  if (AS_ROOT) fs.chmodSync(process.env.TMPDIR, 0o1777); // the sandbox user's scratch space
+}
 for (let i = 0; i < N_HOSTS; i++) hosts[i] = startHost(i); // load Jest now, while the sandbox waits in the pool
 answer(null, { ok: true, result: { ready: true, pid: process.pid } });

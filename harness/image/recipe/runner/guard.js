@@ -1,0 +1,449 @@
+// Grading integrity inside a warm Jest host: the trusted half that lives in the same process as the
+// workspace's code (README "What grading resists").
+//
+// Workspace modules run in each test file's vm context, next to jest-circus and expect. This module
+// (the host's own realm) keeps what decides a verdict out of their reach:
+//   * the test context's intrinsics are locked before any workspace module runs (guard-lockdown.js),
+//     and so are the host realm's, which Jest's own code (transforms, result collection) runs on;
+//   * the module system refuses what only tampering needs: a workspace module outside the test
+//     folders that requires a test file, fixture or helper, reaches one through require.cache,
+//     module.parent or require.main, calls jest.mock & co, or loads vm, inspector, v8, worker_threads
+//     and the other modules that reach into this realm; core modules come as per-context copies, so
+//     a patched `fs` never reaches Jest's own file reads;
+//   * guard-framework.js fixes the framework's entry points and keeps its own per-test record of
+//     outcomes and passing assertions, which the harness trusts over Jest's report.
+// What is refused is also reported ("tamper" entries); the harness turns any into the `tampered`
+// status. What this cannot stop, and how it is contained instead, is in the README.
+'use strict';
+
+const path = require('path');
+const util = require('util');
+const { lockRealm } = require('./guard-lockdown');
+const { through, unframed } = require('./jest-warm');
+
+// Captured at load, before any workspace code runs in this process.
+const { apply, defineProperty, getOwnPropertyDescriptor, ownKeys, getPrototypeOf } = Reflect;
+const isProxy = util.types.isProxy;
+const OuterError = Error;
+const captureStackTrace = Error.captureStackTrace;
+const setAdd = Set.prototype.add;
+const arrayPush = Array.prototype.push;
+const push = (arr, x) => apply(arrayPush, arr, [x]);
+
+const WS = path.resolve(process.env.ETAI_WORKSPACE || '/scratch/ws');
+const HOOKS_ID = 'etai-guard-hooks';
+// Stack frames of these files never show in a failure message (see jest-warm.js `unframed`).
+const OWN_FILES = [__filename, require.resolve('./guard-framework'), require.resolve('./guard-lockdown')];
+const passOn = (fn, self, args) => through(fn, self, args, OWN_FILES);
+
+// ------------------------------------------------------------------ what is protected
+// Tests and what they rely on: test files, anything under a test folder, Jest and Babel config, and
+// the files the config names (setup files, environments, transforms). Mirrored by
+// harness/verify.py, which hashes the same set before and after a run.
+const TEST_DIRS = new Set(['__tests__', '__mocks__', '__snapshots__', '__fixtures__']);
+const TOP_TEST_DIRS = new Set(['test', 'tests', 'spec', '__test__']);
+const CONFIG_RE = /^(package\.json|jest\.config\.[cm]?[jt]s|jest\.config\.json|babel\.config\.[cm]?[jt]s|babel\.config\.json|\.babelrc(\.[cm]?js|\.json)?|tsconfig(\.[\w-]+)?\.json)$/;
+const TEST_NAME_RE = /\.(test|spec)\.[cm]?[jt]sx?$/;
+
+const protectedFiles = new Set(); // absolute paths: Jest's test files and config-named files
+
+function inWorkspace(p) {
+  return typeof p === 'string' && (p === WS || p.startsWith(WS + path.sep));
+}
+
+function isProtected(p) {
+  if (!inWorkspace(p)) return false;
+  if (protectedFiles.has(p)) return true;
+  const parts = path.relative(WS, p).split(path.sep);
+  if (parts.includes('node_modules')) return false;
+  if (parts.length > 1 && TOP_TEST_DIRS.has(parts[0])) return true;
+  if (parts.some((s) => TEST_DIRS.has(s))) return true;
+  const base = parts[parts.length - 1];
+  return CONFIG_RE.test(base) || TEST_NAME_RE.test(base);
+}
+
+// Code the agent can write: workspace files that are not protected. Everything else (Jest, its
+// dependencies, the image) is trusted.
+function untrusted(file) {
+  return inWorkspace(file) && !isProtected(file);
+}
+
+function addProtected(files) {
+  for (const f of files) apply(setAdd, protectedFiles, [path.resolve(WS, f)]);
+}
+
+// Files a Jest project config names, relative to the workspace (for the harness's hash check too).
+const CONFIG_KEYS = ['setupFiles', 'setupFilesAfterEnv', 'snapshotSerializers', 'globalSetup', 'globalTeardown',
+  'testEnvironment', 'snapshotResolver', 'resolver', 'testResultsProcessor', 'testSequencer', 'prettierPath'];
+
+function configFiles(config) {
+  const out = [];
+  const take = (v) => { if (typeof v === 'string' && inWorkspace(v)) push(out, path.relative(WS, v)); };
+  for (const key of CONFIG_KEYS) {
+    const v = config[key];
+    if (Array.isArray(v)) v.forEach(take); else take(v);
+  }
+  for (const entry of config.transform || []) take(entry[1]);
+  return out;
+}
+
+// ------------------------------------------------------------------ records of one run
+// One record per test file: tamper findings and, from guard-framework.js, each test's outcome.
+let run = null;
+
+function beginRun() { run = { files: new Map(), tamper: [] }; }
+
+function fileRecord(testPath) {
+  if (!run) beginRun();
+  let rec = run.files.get(testPath);
+  if (!rec) {
+    rec = { tests: [], tamper: [], checked: false };
+    run.files.set(testPath, rec);
+  }
+  return rec;
+}
+
+function tamperIn(rec, what) {
+  if (rec.tamper.length < 20) push(rec.tamper, String(what).slice(0, 300));
+}
+
+function hostTamper(what) {
+  if (!run) beginRun();
+  if (run.tamper.length < 20) push(run.tamper, String(what).slice(0, 300));
+}
+
+function takeRun() {
+  const out = { files: {}, tamper: run ? run.tamper : [] };
+  if (run) for (const [p, rec] of run.files) out.files[path.relative(WS, p)] = rec;
+  run = null;
+  return out;
+}
+
+// ------------------------------------------------------------------ who is calling
+// The first workspace file on the stack, read from V8's structured call sites through this realm's
+// Error, with prepareStackTrace and stackTraceLimit set by us for the duration (workspace code may
+// have replaced either; an accessor planted there is itself reported).
+let callSiteFile = null;
+
+function workspaceCaller(rec) {
+  const limitD = getOwnPropertyDescriptor(OuterError, 'stackTraceLimit');
+  const prepD = getOwnPropertyDescriptor(OuterError, 'prepareStackTrace');
+  if ((limitD && !('value' in limitD)) || (prepD && !('value' in prepD))) {
+    tamperIn(rec, 'an accessor was planted on the host realm\'s Error');
+    return WS; // treated as untrusted
+  }
+  const holder = {};
+  defineProperty(OuterError, 'stackTraceLimit', { value: 64, writable: true, configurable: true, enumerable: true });
+  defineProperty(OuterError, 'prepareStackTrace', { value: (_, sites) => sites, writable: true, configurable: true });
+  let sites;
+  try {
+    apply(captureStackTrace, OuterError, [holder, workspaceCaller]);
+    sites = holder.stack;
+  } finally {
+    if (limitD) defineProperty(OuterError, 'stackTraceLimit', limitD); else delete OuterError.stackTraceLimit;
+    if (prepD) defineProperty(OuterError, 'prepareStackTrace', prepD); else delete OuterError.prepareStackTrace;
+  }
+  if (!Array.isArray(sites)) return null;
+  for (let i = 0; i < sites.length; i++) {
+    const f = apply(callSiteFile, sites[i], []);
+    if (inWorkspace(f)) return f;
+  }
+  return null;
+}
+
+function calledFromWorkspaceCode(rec) {
+  return untrusted(workspaceCaller(rec));
+}
+
+// ------------------------------------------------------------------ the host realm
+let hostLocked = false;
+
+// Lock this realm's intrinsics and take away the routes from a test context into this realm's code
+// generation (a workspace function's `.constructor` is reachable through any host object it sees).
+function lockHost() {
+  if (hostLocked) return;
+  hostLocked = true;
+  // V8's CallSite prototype: reached through any prepareStackTrace callback, so it is locked too.
+  const save = OuterError.prepareStackTrace;
+  OuterError.prepareStackTrace = (_, sites) => sites;
+  const holder = {};
+  captureStackTrace(holder);
+  const site = holder.stack[0];
+  OuterError.prepareStackTrace = save;
+  const siteProto = getPrototypeOf(site);
+  callSiteFile = siteProto.getFileName;
+  const noCodegen = (name) => {
+    const f = function () {
+      hostTamper(`code generation in the host realm (${name} constructor)`);
+      throw new EvalError('etai: code generation from strings is disabled in the Jest host');
+    };
+    defineProperty(f, 'name', { value: name });
+    return f;
+  };
+  const [gen, agen, afn] = [function* () {}, async function* () {}, async function () {}];
+  for (const [proto, name] of [[Function.prototype, 'Function'], [getPrototypeOf(gen), 'GeneratorFunction'],
+    [getPrototypeOf(agen), 'AsyncGeneratorFunction'], [getPrototypeOf(afn), 'AsyncFunction']]) {
+    defineProperty(proto, 'constructor', { value: noCodegen(name), writable: true, configurable: true });
+  }
+  lockRealm(globalThis, { onTamper: hostTamper });
+  Object.freeze(siteProto);
+  // The global bindings of the intrinsics: Node's stack formatting reads globalThis.Error.
+  for (const name of ['Error', 'Object', 'Array', 'Function', 'Promise', 'Reflect', 'JSON', 'Symbol', 'Map', 'Set',
+    'WeakMap', 'String', 'Number', 'RegExp']) {
+    defineProperty(globalThis, name, { value: globalThis[name], writable: false, configurable: false, enumerable: false });
+  }
+}
+
+// ------------------------------------------------------------------ core modules for a test context
+// Modules through which workspace code reaches this realm's code or memory.
+const DENIED = new Set(['vm', 'v8', 'inspector', 'inspector/promises', 'worker_threads', 'repl', 'trace_events',
+  'wasi', 'async_hooks', 'module']);
+// Plain-object modules are copied per test context (so `jest.spyOn(fs, 'readFileSync')` works and
+// stays inside the test file); `assert` is copied and frozen (tests that use it rely on it).
+const NAMESPACE_KEYS = new Set(['promises', 'posix', 'win32', 'types', 'constants', 'strict']);
+
+function copyModule(real, frozen) {
+  const copy = typeof real === 'function'
+    ? function (...args) { return apply(real, this, args); }
+    : Object.create(getPrototypeOf(real));
+  for (const key of ownKeys(real)) {
+    if (typeof real === 'function' && (key === 'length' || key === 'name' || key === 'prototype')) continue;
+    const d = getOwnPropertyDescriptor(real, key);
+    if (NAMESPACE_KEYS.has(key)) {
+      const v = real[key];
+      const value = v === real ? copy : (v && typeof v === 'object' ? copyModule(v, frozen) : v);
+      defineProperty(copy, key, { value, writable: !frozen, enumerable: d.enumerable, configurable: !frozen });
+    } else if (frozen && 'value' in d) {
+      defineProperty(copy, key, { value: d.value, writable: false, enumerable: d.enumerable, configurable: false });
+    } else {
+      defineProperty(copy, key, d);
+    }
+  }
+  if (typeof real === 'function') {
+    defineProperty(copy, 'name', { value: real.name });
+    if (real.prototype) copy.prototype = real.prototype;
+  }
+  return frozen ? Object.freeze(copy) : copy;
+}
+
+// Members of a test context's `process` (Jest's copy of the real one) that reach native bindings,
+// the IPC channel or other modules without going through the module system.
+const PROCESS_CUT = ['binding', '_linkedBinding', 'dlopen', '_getActiveHandles', '_getActiveRequests', 'channel',
+  '_channel', 'setUncaughtExceptionCaptureCallback', 'hasUncaughtExceptionCaptureCallback'];
+
+// ------------------------------------------------------------------ the runtime
+// Jest's Runtime with the rules above. jest-runner builds one per test file: the constructor runs
+// after the test environment exists and before any setup file or test file is loaded.
+function guardedRuntime(Base, jestDir) {
+  const circus = path.dirname(require.resolve('jest-circus/package.json', { paths: [jestDir] }));
+  const FRAMEWORK = path.join(circus, 'build', 'legacy-code-todo-rewrite', 'jestAdapterInit.js');
+  const framework = require('./guard-framework');
+  const transforms = framework.sourceTransforms(jestDir);
+  const CORE = new Set(require('module').builtinModules);
+  const isCore = (name) => typeof name === 'string' && (CORE.has(name.startsWith('node:') ? name.slice(5) : name));
+  const MOCK_API = ['mock', 'unmock', 'doMock', 'dontMock', 'deepUnmock', 'setMock', 'enableAutomock',
+    'disableAutomock', 'autoMockOn', 'autoMockOff', 'createMockFromModule', 'requireMock'];
+  const EVAL_KEY = 'Object.<anonymous>';
+
+  // Named as Jest's class, so that stack frames read `Runtime.requireModule` as they do in stock Jest.
+  class Runtime extends Base {
+    constructor(...args) {
+      super(...args);
+      const rec = fileRecord(this._testPath);
+      this._etai = { rec, jestDir, copies: new Map(), hooks: framework.hooks(rec, workspaceCaller) };
+      const g = this._environment.global;
+      lockRealm(g, { onTamper: (what) => tamperIn(rec, `${what} (test context)`) });
+      const proc = g.process;
+      if (proc) {
+        for (const name of PROCESS_CUT) {
+          defineProperty(proc, name, {
+            value: typeof proc[name] === 'function'
+              ? () => { tamperIn(rec, `process.${name}()`); throw new Error(`etai: process.${name} is not available in a graded run`); }
+              : undefined,
+            writable: false, configurable: false, enumerable: false,
+          });
+        }
+        defineProperty(proc, 'getBuiltinModule', {
+          value: (name) => this._etaiCore(name, WS), writable: false, configurable: false, enumerable: false,
+        });
+      }
+      // The framework is loaded now, before any setup file, so that what it keeps on the global
+      // object (the matcher table, saved natives) is made by trusted code.
+      this.requireInternalModule(FRAMEWORK);
+      framework.lockEarly(this, g, rec);
+    }
+
+    _etaiCore(name, from) {
+      const bare = String(name).startsWith('node:') ? String(name).slice(5) : String(name);
+      if (DENIED.has(bare) && untrusted(from)) {
+        tamperIn(this._etai.rec, `require('${name}') from ${path.relative(WS, from) || 'workspace code'}`);
+        throw new Error(`etai: the '${bare}' module is not available to workspace code in a graded run`);
+      }
+      if (bare === 'process' || bare === 'module') return passOn(super._requireCoreModule, this, [name, true]);
+      let copy = this._etai.copies.get(bare);
+      if (!copy) {
+        const real = require(bare);
+        copy = (real && typeof real === 'object') || bare === 'assert' || bare === 'assert/strict'
+          ? copyModule(real, bare === 'assert' || bare === 'assert/strict') : real;
+        this._etai.copies.set(bare, copy);
+      }
+      return copy;
+    }
+
+    requireModule(from, moduleName, options, isRequireActual) {
+      if (!(options && options.isInternalModule)) {
+        if (isCore(moduleName)) return this._etaiCore(moduleName, from);
+        if (moduleName !== undefined) this._etaiCheckTarget(from, moduleName);
+      }
+      return passOn(super.requireModule, this, [from, moduleName, options, isRequireActual]);
+    }
+
+    requireMock(from, moduleName) {
+      this._etaiCheckTarget(from, moduleName);
+      return passOn(super.requireMock, this, [from, moduleName]);
+    }
+
+    requireInternalModule(from, to) {
+      if (to === HOOKS_ID) return this._etai.hooks;
+      return passOn(super.requireInternalModule, this, [from, to]);
+    }
+
+    // A workspace module outside the tests may not load a test file, fixture or helper: sharing the
+    // test's instance would let it change the test's data.
+    _etaiCheckTarget(from, moduleName) {
+      if (!untrusted(from) || typeof moduleName !== 'string' || moduleName === '@jest/globals' || isCore(moduleName)) return;
+      let target;
+      try {
+        target = this._resolveCjsModule(from, moduleName);
+      } catch (e) {
+        return; // not found: Jest reports it as it would
+      }
+      if (isProtected(target)) {
+        tamperIn(this._etai.rec, `${path.relative(WS, from)} requires ${path.relative(WS, target)}`);
+        throw unframed(new Error(`etai: ${path.relative(WS, from)} may not load ${path.relative(WS, target)} (a test file or test data)`), OWN_FILES);
+      }
+    }
+
+    transformFile(filename, options) {
+      if (options && options.isInternalModule && transforms.has(filename)) return transforms.get(filename);
+      return passOn(super.transformFile, this, [filename, options]);
+    }
+
+    _createJestObjectFor(from) {
+      const jestObject = passOn(super._createJestObjectFor, this, [from]);
+      if (untrusted(from)) {
+        const rec = this._etai.rec;
+        for (const name of MOCK_API) {
+          jestObject[name] = () => {
+            tamperIn(rec, `jest.${name}() from ${path.relative(WS, from)}`);
+            throw new Error(`etai: jest.${name} may only be called from test files in a graded run`);
+          };
+        }
+      }
+      return jestObject;
+    }
+
+    _createRequireImplementation(from, options) {
+      const req = passOn(super._createRequireImplementation, this, [from, options]);
+      if ((options && options.isInternalModule) || !untrusted(from.filename)) return req;
+      const runtime = this;
+      const wrapped = function require(id) { return req(id); };
+      wrapped.resolve = req.resolve;
+      wrapped.extensions = req.extensions;
+      wrapped.cache = new Proxy(Object.create(null), {
+        get: (_, key) => (typeof key === 'string' && !isProtected(key) ? facade(runtime._moduleRegistry.get(key)) : undefined),
+        has: (_, key) => typeof key === 'string' && !isProtected(key) && runtime._moduleRegistry.has(key),
+        ownKeys: () => Array.from(runtime._moduleRegistry.keys()).filter((k) => !isProtected(k)),
+        getOwnPropertyDescriptor: () => ({ configurable: true, enumerable: true }),
+        defineProperty: () => true, deleteProperty: () => true, set: () => true,
+      });
+      defineProperty(wrapped, 'main', { enumerable: true, get: () => facade(runtime._mainModule) });
+      return wrapped;
+    }
+
+    // An untrusted module's function gets a view of its `module` object whose parent and main
+    // show no more than the name of a protected module.
+    createScriptFromCode(scriptSource, filename) {
+      const script = passOn(super.createScriptFromCode, this, [scriptSource, filename]);
+      if (!untrusted(filename)) return script;
+      return {
+        runInContext(context, opts) {
+          const result = script.runInContext(context, opts);
+          const fn = result && result[EVAL_KEY];
+          if (typeof fn !== 'function') return result;
+          return { [EVAL_KEY]: function (module, ...rest) { return passOn(fn, this, [facade(module), ...rest]); } };
+        },
+      };
+    }
+  }
+  return Runtime;
+}
+
+const facades = new WeakMap();
+
+function facade(mod) {
+  if (!mod || typeof mod !== 'object') return mod === undefined ? undefined : null;
+  let f = facades.get(mod);
+  if (f) return f;
+  if (isProtected(mod.filename)) {
+    const info = { id: mod.id, filename: mod.filename, path: mod.path };
+    defineProperty(info, 'loaded', { get: () => mod.loaded, enumerable: true });
+    f = Object.freeze(info);
+  } else {
+    f = new Proxy(mod, {
+      get(target, key) {
+        if (key === 'parent' || key === 'main') return facade(target[key]);
+        if (key === 'children') return Array.isArray(target.children) ? target.children.map(facade) : target.children;
+        return target[key];
+      },
+    });
+  }
+  facades.set(mod, f);
+  return f;
+}
+
+// ------------------------------------------------------------------ install
+// jest-circus's adapter (Jest's default test runner, loaded by jest-runner once per test file),
+// amended with the guard's steps: arm the framework once it is initialised, lock what setup files
+// and the test file added, check the file at the end. Each step is appended to an existing line,
+// so every stack frame and failure message reads exactly as in stock Jest.
+function amendAdapter(jestDir) {
+  const circus = path.dirname(require.resolve('jest-circus/package.json', { paths: [jestDir] }));
+  const file = path.join(circus, 'build', 'legacy-code-todo-rewrite', 'jestAdapter.js');
+  let text = require('fs').readFileSync(file, 'utf8');
+  const hook = JSON.stringify(require.resolve('./guard-framework'));
+  const edits = [
+    ["'use strict';\n", `'use strict'; const __etaiGuard = require(${hook});\n`],
+    ['    testPath\n  });\n  if (config.fakeTimers.enableGlobally) {',
+      '    testPath\n  }); __etaiGuard.arm(runtime, environment, config, globals, snapshotState);\n  if (config.fakeTimers.enableGlobally) {'],
+    ['  }\n  const esm = runtime.unstable_shouldLoadAsEsm(testPath);',
+      '  } __etaiGuard.relock(runtime);\n  const esm = runtime.unstable_shouldLoadAsEsm(testPath);'],
+    ['    runtime.requireModule(testPath);\n  }\n  const results', '    runtime.requireModule(testPath);\n  } __etaiGuard.relock(runtime);\n  const results'],
+    ['  _addSnapshotData(results, snapshotState);\n', '  _addSnapshotData(results, snapshotState); __etaiGuard.fileEnd(runtime, results);\n'],
+  ];
+  for (const [from, to] of edits) {
+    if (text.split(from).length !== 2) throw new Error(`etai guard: ${file} changed; re-check the adapter amendments`);
+    text = text.replace(from, to);
+  }
+  const Module = require('module');
+  const m = new Module(file, null);
+  m.filename = file;
+  m.paths = Module._nodeModulePaths(path.dirname(file));
+  m._compile(text, file);
+  m.loaded = true;
+  require.cache[file] = m;
+}
+
+// Make every test file in this process run under the rules above; call once, after Jest is loaded.
+function install(jestDir) {
+  const runtimeModule = require(require.resolve('jest-runtime', { paths: [jestDir] }));
+  if (typeof runtimeModule.default !== 'function') throw new Error('etai guard: jest-runtime has no default export');
+  runtimeModule.default = guardedRuntime(runtimeModule.default, jestDir);
+  amendAdapter(jestDir);
+  lockHost();
+}
+
+module.exports = {
+  WS, install, beginRun, takeRun, fileRecord, tamperIn, hostTamper, addProtected, configFiles, isProtected,
+  untrusted, calledFromWorkspaceCode, isProxy,
+};
