@@ -273,6 +273,7 @@ def _metrics(agent: Mapping[str, Any], *, complete: bool) -> dict[str, float]:
     out["harness/pass@1"] = _nan(agent["pass_at_k"].get(1))
     out["harness/steps_to_green"] = _nan(agent["steps_to_green"]["mean"])
     out["harness/invalid_actions"] = float(agent["invalid_actions"])
+    out["harness/tamper_rate"] = _nan(agent.get("tamper_rate"))
     out["harness/infra_errors"] = float(agent["n_infra_error"])
     out["harness/complete"] = float(complete)
     out["harness/error"] = 0.0

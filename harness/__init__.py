@@ -8,7 +8,26 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["run", "version"]
+__all__ = ["run", "version", "grading_digest"]
+
+# The modules whose code decides a verdict; their text is part of every verdict's cache key (the
+# in-sandbox half, recipe/runner, is in the image tag, which is in the key too).
+_GRADING = ("jest.py", "verify.py", "loop.py", "sandbox/__init__.py")
+_digest: str | None = None
+
+
+def grading_digest() -> str:
+    """A digest of the harness code that decides verdicts: a changed verifier never reuses old ones."""
+    global _digest
+    if _digest is None:
+        import hashlib
+        from pathlib import Path
+
+        h = hashlib.sha256()
+        for name in _GRADING:
+            h.update(hashlib.sha256((Path(__file__).parent / name).read_bytes()).digest())
+        _digest = h.hexdigest()[:16]
+    return _digest
 
 
 def version() -> str:

@@ -4,6 +4,12 @@ A run counts only with positive evidence: the answer came from the trusted runne
 request's nonce, and every test file that Jest listed on the pristine workspace (or every requested
 one) appears in the report. A test file that prints "Tests: 5 passed", exits early with
 ``process.exit(0)`` or deletes itself therefore never reads as a pass.
+
+A guarded run (the default; recipe/runner/guard.js) also carries the guard's own record of every
+test (its outcome and passing assertions, kept where workspace code cannot reach) and what the
+guard refused. Each test's outcome is taken from that record; a report that disagrees with it, a
+file whose tests ran without the guard's end-of-file check, or any refusal makes the run
+``tampered``.
 """
 
 from __future__ import annotations
@@ -35,6 +41,21 @@ class FailedTest:
 
 
 @dataclass(frozen=True)
+class TestOutcome:
+    """One test as the guard recorded it: ``status`` is Jest's (passed, failed, pending, todo)."""
+
+    __test__ = False  # not a pytest class, whatever its name says
+    file: str
+    name: str
+    status: str
+    asserts: int  # passing assertions (expect matcher calls) while the test ran
+
+    @property
+    def id(self) -> str:
+        return f"{self.file}::{self.name}"
+
+
+@dataclass(frozen=True)
 class JestResult:
     status: Status
     exit_code: int
@@ -47,10 +68,16 @@ class JestResult:
     duration_s: float = 0.0
     reason: str | None = None  # why it is not a pass/fail on the tests' merits
     evidence: str = "none"
+    tests: list[TestOutcome] = field(default_factory=list)  # the guard's record (empty when unguarded)
+    tamper: list[str] = field(default_factory=list)  # what the guard refused or found changed
 
     def to_dict(self) -> dict[str, Any]:
+        """The tool result an agent sees (the per-test record stays with the harness)."""
         d = asdict(self)
         d["status"] = self.status.value
+        del d["tests"]
+        if not self.tamper:
+            del d["tamper"]
         return d
 
 
@@ -76,8 +103,35 @@ def _first_line(message: str) -> str:
     return ""
 
 
-def from_runner(answer: dict[str, Any]) -> JestResult:
-    """Turn the runner's ``jest`` answer into a JestResult, deciding the status from evidence."""
+def _trusted_outcomes(guard: dict[str, Any] | None, report: dict[str, Any]) -> tuple[list[TestOutcome], list[str]]:
+    """The guard's per-test record, and every reason the run cannot be trusted."""
+    if not isinstance(guard, dict):
+        return [], ["no integrity record came back with the report"]
+    tamper = [str(t) for t in guard.get("tamper") or []]
+    files = guard.get("files") or {}
+    outcomes: list[TestOutcome] = []
+    for tr in report["testResults"]:
+        rec = files.get(tr["file"]) or {}
+        tamper += [f"{tr['file']}: {t}" for t in rec.get("tamper") or []]
+        if not tr["tests"]:
+            continue  # the file failed to load: nothing ran that a record would vouch for
+        if not rec.get("checked"):
+            tamper.append(f"{tr['file']}: the end-of-file integrity check did not run")
+            continue
+        ours = sorted((t["status"], t["name"]) for t in rec.get("tests") or [])
+        theirs = sorted((t["status"], t["name"]) for t in tr["tests"])
+        if ours != theirs:
+            tamper.append(f"{tr['file']}: the report disagrees with the guard's record of its tests")
+        outcomes += [TestOutcome(tr["file"], t["name"], t["status"], int(t.get("asserts") or 0))
+                     for t in rec.get("tests") or []]
+    return outcomes, tamper
+
+
+def from_runner(answer: dict[str, Any], *, guarded: bool = True) -> JestResult:
+    """Turn the runner's ``jest`` answer into a JestResult, deciding the status from evidence.
+
+    ``guarded=False`` is for sandboxes started with the guard off (benchmarks of its cost only).
+    """
     workspace = answer.get("workspace") or "/scratch/ws"
     duration = answer.get("duration_ms", 0) / 1000
     if answer.get("evidence") != "nonce" or not answer.get("report"):
@@ -112,9 +166,12 @@ def from_runner(answer: dict[str, Any]) -> JestResult:
         reason = "no test ran"
     elif rep.get("numPendingTests"):
         reason = f"{rep['numPendingTests']} test(s) skipped"
+    outcomes, tamper = _trusted_outcomes(answer.get("guard"), rep) if guarded else ([], [])
+    status = Status.TAMPERED if tamper else Status.PASSED if ok else Status.FAILED
     return JestResult(
-        status=Status.PASSED if ok else Status.FAILED, exit_code=0 if ok else 1,
+        status=status, exit_code=0 if status is Status.PASSED else 1,
         num_passed=rep["numPassedTests"], num_failed=max(rep["numFailedTests"], n_failed),
         num_total=rep["numTotalTests"], num_test_files=rep["numTotalTestSuites"],
-        failed_tests=failed, passed_tests=passed, duration_s=duration, reason=reason, evidence="nonce",
+        failed_tests=failed, passed_tests=passed, duration_s=duration,
+        reason=f"tampered: {tamper[0]}" if tamper else reason, evidence="nonce", tests=outcomes, tamper=tamper,
     )

@@ -10,7 +10,7 @@ Nothing the agent or its code does escapes as an exception: failures become the 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from harness import tools
 from harness.agents import Agent, TaskView, cursor_of
@@ -18,7 +18,7 @@ from harness.errors import EtaiError, InfraError
 from harness.etai_format import Action, FinalAnswer, InvalidAction
 from harness.sandbox import Sandbox, Status, ToolFailure
 from harness.sessions import Cursor, Session
-from harness.verify import Verdict, take_baseline, verify
+from harness.verify import Gold, Verdict, take_baseline, verify
 
 MUTATING = ("file_edit", "file_write")
 SandboxFactory = Callable[[Session], Sandbox]
@@ -70,74 +70,20 @@ def edit_cursor(sb: Sandbox, action: Action) -> Cursor | None:
 
 
 def run_episode(session: Session, agent: Agent, sample: int, *, start_sandbox: SandboxFactory,
-                k: int, max_steps: int) -> dict[str, Any]:
-    """Play one rollout and return its result row (without run bookkeeping such as the cache key)."""
+                k: int, max_steps: int, passing: Iterable[str] | None = None,
+                gold: Gold | None = None) -> dict[str, Any]:
+    """Play one rollout and return its result row (without run bookkeeping such as the cache key).
+
+    ``passing`` and ``gold`` are what the preflight measured on this session (tests passing on the
+    pristine workspace; the reference's verification run): with them the episode needs no Jest run
+    of its own before the agent acts, and verification holds the agent to the reference.
+    """
     t0 = time.monotonic()
-    row: dict[str, Any] = {
-        "session_id": session.session_id, "agent": agent.spec, "sample": sample, "intent": session.intent,
-        "k": k, "max_steps": max_steps, "steps": [], "actions": [], "agent_path": [],
-        "human_path": [[s.tool_called, _target_file(s.tool_args)] for s in session.execution_trace],
-        "cursor_target": vars(session.cursor_target), "viewport": vars(session.ide_context.viewport),
-        "steps_to_green": None, "green": False, "n_invalid": 0, "final_output": None, "cursor": None,
-        "cursor_source": None, "reason": None,
-    }
+    row = _new_row(session, agent, sample, k, max_steps)
     sb = None
     try:
         sb = start_sandbox(session)
-        row["image"] = sb.image
-        base = take_baseline(sb, sb.test_files)
-        episode = agent.start(TaskView.of(session, max_steps=max_steps, k=k), sample)
-        observations: list[dict[str, Any]] = []
-        first_edit: Cursor | None = None
-        verdict: Verdict | None = None
-        for i in range(1, max_steps + 1):
-            decision = episode.act(observations)
-            if isinstance(decision, FinalAnswer):
-                row["final_output"] = decision.text
-                break
-            if isinstance(decision, Action):
-                problem = tools.validate(decision.tool, decision.args)
-                decision = InvalidAction(problem, "") if problem else decision
-            if isinstance(decision, InvalidAction):
-                row["n_invalid"] += 1
-                result = {"status": "invalid_action", "error": decision.reason}
-                row["steps"].append({"step": i, "tool": None, "status": "invalid_action", "latency_s": 0.0,
-                                     "error": decision.reason})
-                row["actions"].append({"invalid": decision.reason, "raw": decision.raw})
-                observations.append({"step": i, "tool_called": "invalid_action", "tool_args": {},
-                                     "execution_result": result})
-                continue
-            if decision.tool in MUTATING and first_edit is None:
-                first_edit = edit_cursor(sb, decision)
-            r = tools.call(sb, decision.tool, decision.args)
-            if r.status == "infra_error":
-                raise InfraError(r.error or "sandbox unavailable")
-            row["steps"].append({"step": i, "tool": decision.tool, "status": r.status,
-                                 "latency_s": round(r.duration_s, 4), "error": r.error})
-            row["actions"].append({"tool": decision.tool, "args": decision.args})
-            row["agent_path"].append([decision.tool, _target_file(decision.args)])
-            observations.append({"step": i, "tool_called": decision.tool, "tool_args": decision.args,
-                                 "execution_result": r.to_dict()})
-            if decision.tool in MUTATING and r.ok:
-                verdict = verify(sb, base, list(session.verify_files))
-                if verdict.green and row["steps_to_green"] is None:
-                    row["steps_to_green"] = i
-        row["steps_used"] = len(row["steps"])
-        # Green at the end: reuse the last verdict if nothing changed since, else verify now.
-        last_mutation = max((s["step"] for s in row["steps"] if s["tool"] in MUTATING), default=0)
-        last_step = row["steps"][-1]["step"] if row["steps"] else 0
-        if verdict is None or last_mutation != last_step:
-            verdict = verify(sb, base, list(session.verify_files))
-        row["green"] = verdict.green
-        row["verification"] = verdict.to_dict()
-        predicted = cursor_of(episode)
-        if predicted is not None:
-            row["cursor"], row["cursor_source"] = vars(predicted), "agent"
-        elif first_edit is not None:
-            row["cursor"], row["cursor_source"] = vars(first_edit), "first_edit"
-        row["status"] = _status(row, verdict)
-        if not verdict.green:
-            row["reason"] = verdict.reason
+        _play(sb, session, agent, sample, row, k=k, max_steps=max_steps, passing=passing, gold=gold)
     except InfraError as e:
         row.update(status="infra_error", reason=str(e))
     except EtaiError as e:
@@ -152,8 +98,95 @@ def run_episode(session: Session, agent: Agent, sample: int, *, start_sandbox: S
     return row
 
 
+def _new_row(session: Session, agent: Agent, sample: int, k: int, max_steps: int) -> dict[str, Any]:
+    return {
+        "session_id": session.session_id, "agent": agent.spec, "sample": sample, "intent": session.intent,
+        "k": k, "max_steps": max_steps, "steps": [], "actions": [], "agent_path": [],
+        "human_path": [[s.tool_called, _target_file(s.tool_args)] for s in session.execution_trace],
+        "cursor_target": vars(session.cursor_target), "viewport": vars(session.ide_context.viewport),
+        "steps_to_green": None, "green": False, "n_invalid": 0, "final_output": None, "cursor": None,
+        "cursor_source": None, "reason": None, "tamper": [], "checks": [],
+    }
+
+
+def _note_tamper(row: dict[str, Any], found: Iterable[str]) -> None:
+    for t in found:
+        if t not in row["tamper"] and len(row["tamper"]) < 20:
+            row["tamper"].append(t)
+
+
+def _play(sb: Sandbox, session: Session, agent: Agent, sample: int, row: dict[str, Any], *, k: int,
+          max_steps: int, passing: Iterable[str] | None, gold: Gold | None) -> Verdict:
+    """The agent's steps in a started sandbox, then the final verdict; fills ``row``, returns the verdict."""
+    row["image"] = sb.image
+    base = take_baseline(sb, sb.test_files, passing=passing, gold=gold)
+    episode = agent.start(TaskView.of(session, max_steps=max_steps, k=k), sample)
+    observations: list[dict[str, Any]] = []
+    first_edit: Cursor | None = None
+    verdict: Verdict | None = None
+    for i in range(1, max_steps + 1):
+        decision = episode.act(observations)
+        if isinstance(decision, FinalAnswer):
+            row["final_output"] = decision.text
+            break
+        if isinstance(decision, Action):
+            problem = tools.validate(decision.tool, decision.args)
+            decision = InvalidAction(problem, "") if problem else decision
+        if isinstance(decision, InvalidAction):
+            row["n_invalid"] += 1
+            result = {"status": "invalid_action", "error": decision.reason}
+            row["steps"].append({"step": i, "tool": None, "status": "invalid_action", "latency_s": 0.0,
+                                 "error": decision.reason})
+            row["actions"].append({"invalid": decision.reason, "raw": decision.raw})
+            observations.append({"step": i, "tool_called": "invalid_action", "tool_args": {},
+                                 "execution_result": result})
+            continue
+        if decision.tool in MUTATING and first_edit is None:
+            first_edit = edit_cursor(sb, decision)
+        r = tools.call(sb, decision.tool, decision.args)
+        if r.status == "infra_error":
+            raise InfraError(r.error or "sandbox unavailable")
+        _note_tamper(row, r.data.get("tamper") or [])  # the agent's own test runs count too
+        row["steps"].append({"step": i, "tool": decision.tool, "status": r.status,
+                             "latency_s": round(r.duration_s, 4), "error": r.error})
+        row["actions"].append({"tool": decision.tool, "args": decision.args})
+        row["agent_path"].append([decision.tool, _target_file(decision.args)])
+        observations.append({"step": i, "tool_called": decision.tool, "tool_args": decision.args,
+                             "execution_result": r.to_dict()})
+        if decision.tool in MUTATING and r.ok:
+            verdict = verify(sb, base, list(session.verify_files))
+            _note_tamper(row, verdict.tamper)
+            if verdict.green and not row["tamper"] and row["steps_to_green"] is None:
+                row["steps_to_green"] = i
+    row["steps_used"] = len(row["steps"])
+    # Green at the end: reuse the last verdict if nothing changed since, else verify now.
+    last_mutation = max((s["step"] for s in row["steps"] if s["tool"] in MUTATING), default=0)
+    last_step = row["steps"][-1]["step"] if row["steps"] else 0
+    if verdict is None or last_mutation != last_step:
+        verdict = verify(sb, base, list(session.verify_files))
+        _note_tamper(row, verdict.tamper)
+    row["verification"] = verdict.to_dict()
+    row["checks"] = list(verdict.checks)
+    predicted = cursor_of(episode)
+    if predicted is not None:
+        row["cursor"], row["cursor_source"] = vars(predicted), "agent"
+    elif first_edit is not None:
+        row["cursor"], row["cursor_source"] = vars(first_edit), "first_edit"
+    if row["tamper"]:  # interference anywhere in the episode: never a pass, at any step
+        row["steps_to_green"] = None
+        if "tamper" not in row["checks"]:
+            row["checks"].insert(0, "tamper")
+    row["green"] = verdict.green and not row["tamper"]
+    row["status"] = _status(row, verdict)
+    if not row["green"]:
+        row["reason"] = f"tampered: {row['tamper'][0]}" if row["tamper"] else verdict.reason
+    return verdict
+
+
 def _status(row: dict[str, Any], verdict: Verdict) -> str:
-    if verdict.green:
+    if row["tamper"]:
+        return "tampered"
+    if row["green"]:
         return "passed"
     if verdict.status in (Status.TIMEOUT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT):
         return verdict.status.value
@@ -163,22 +196,28 @@ def _status(row: dict[str, Any], verdict: Verdict) -> str:
 
 
 def preflight(session: Session, oracle: Agent, *, start_sandbox: SandboxFactory) -> dict[str, Any]:
-    """Replay the reference: ok only if it reaches green within its own steps from a non-green start."""
+    """Replay the reference: ok only if it reaches green within its own steps from a non-green start,
+    untampered. Returns what episodes reuse: the tests passing at the start and the gold record of
+    the reference's verification (two runs, so that a count that varies takes its minimum)."""
     sb = start_sandbox(session)
     try:
         base = take_baseline(sb, sb.test_files)
-        green_at_start = verify(sb, base, list(session.verify_files)).green
-    except BaseException:
+        if verify(sb, base, list(session.verify_files)).green:
+            return {"ok": False, "reason": "workspace is green before any action"}
+        row = _new_row(session, oracle, 0, len(session.execution_trace), len(session.execution_trace))
+        verdict = _play(sb, session, oracle, 0, row, k=row["k"], max_steps=row["max_steps"],
+                        passing=base.passing, gold=None)
+        if row["status"] == "tampered":
+            return {"ok": False, "reason": f"the reference trips an integrity check: {row['tamper'][0]}"}
+        if not row["green"]:
+            return {"ok": False, "reason": f"reference does not reach green: {row['reason']}"}
+        again = verify(sb, base, list(session.verify_files))
+        if not again.green:
+            return {"ok": False, "reason": f"the reference's green does not repeat: {again.reason}"}
+        gold = Gold.from_outcomes([verdict.tests, again.tests], session.verify_files or base.test_files)
+        return {"ok": True, "reason": None, "steps_to_green": row["steps_to_green"],
+                "passing": sorted(base.passing), "gold": gold.to_json()}
+    except (InfraError, EtaiError) as e:
+        raise InfraError(f"preflight of {session.session_id}: {e}") from e
+    finally:
         sb.close()
-        raise
-    if green_at_start:
-        sb.close()
-        return {"ok": False, "reason": "workspace is green before any action"}
-    # The reference then plays in the same, still pristine sandbox (run_episode closes it).
-    row = run_episode(session, oracle, 0, start_sandbox=lambda _: sb, k=len(session.execution_trace),
-                      max_steps=len(session.execution_trace))
-    if row["status"] == "infra_error":
-        raise InfraError(f"preflight of {session.session_id}: {row['reason']}")
-    if not row["green"]:
-        return {"ok": False, "reason": f"reference does not reach green: {row['reason']}"}
-    return {"ok": True, "reason": None, "steps_to_green": row["steps_to_green"]}

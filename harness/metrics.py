@@ -113,6 +113,12 @@ def cursor_error(rows: Sequence[Row]) -> dict[str, Any]:
     }
 
 
+def tamper_rate(rows: Sequence[Row]) -> float | None:
+    """Share of valid rows whose run interfered with the tests, the framework or the runner."""
+    v = valid(rows)
+    return sum(1 for r in v if r.get("status") == "tampered") / len(v) if v else None
+
+
 def status_counts(rows: Sequence[Row]) -> dict[str, int]:
     out: dict[str, int] = defaultdict(int)
     for r in rows:
@@ -133,4 +139,5 @@ def summarize(rows: Sequence[Row], *, k: int, ks: Sequence[int] = (1,)) -> dict[
         "pass_at_k": pass_at_k(rows, ks),
         "cursor": cursor_error(rows),
         "invalid_actions": sum(r.get("n_invalid", 0) for r in rows),
+        "tamper_rate": tamper_rate(rows),
     }

@@ -27,9 +27,9 @@ def _pass_ks(samples: int) -> list[int]:
 
 
 def _preflight_cached(session: Session, image: str | None, start, oracle, store: ResultStore) -> dict[str, Any]:
-    from harness import version
+    from harness import grading_digest, version
 
-    key = cache_key("preflight", session.content_hash, image, version())
+    key = cache_key("preflight", session.content_hash, image, version(), grading_digest())
     if store.has(key):
         return store.rows([key])[0]
     row = {"cache_key": key, "session_id": session.session_id, **preflight(session, oracle, start_sandbox=start)}
@@ -46,9 +46,10 @@ def run(suite: str | Path | Suite, agents: Sequence[str], *, k: int | None = Non
     ``suite="humaneval"`` asks each agent for code completions and scores them in the sandbox
     (suites/humaneval/agents.py); there k is the tool budget no longer, only ``samples`` matters.
     """
-    from harness import version
+    from harness import grading_digest, version
     from harness.errors import InputError
     from harness.sandbox import start as start_sandbox
+    from harness.verify import Gold
 
     if isinstance(suite, str) and suite == "humaneval":
         from suites.humaneval.agents import run_agents
@@ -95,13 +96,14 @@ def run(suite: str | Path | Suite, agents: Sequence[str], *, k: int | None = Non
     stop = threading.Event()
     keys: list[str] = []
     try:
-        broken = _preflights(sessions, image, start, oracle, workers, progress)
+        flights = _preflights(sessions, image, start, oracle, workers, progress)
+        broken = {sid: r["reason"] for sid, r in flights.items() if not r["ok"]}
         jobs = []
         for agent in agent_objs:
             for s in sessions:
                 for sample in range(samples):
                     key = cache_key(agent.spec, agent.fingerprint, s.content_hash, image, version(),
-                                    k, max_steps, sample)
+                                    grading_digest(), k, max_steps, sample)
                     keys.append(key)
                     if store.has(key):
                         continue
@@ -116,7 +118,9 @@ def run(suite: str | Path | Suite, agents: Sequence[str], *, k: int | None = Non
         def work(agent, s, sample, base):
             if stop.is_set():
                 return
-            row = run_episode(s, agent, sample, start_sandbox=start, k=k, max_steps=max_steps)
+            flight = flights[s.session_id]
+            row = run_episode(s, agent, sample, start_sandbox=start, k=k, max_steps=max_steps,
+                              passing=flight["passing"], gold=Gold.from_json(flight["gold"]))
             if not stop.is_set():  # after Ctrl-C a killed sandbox is not the agent's result
                 store.append({**base, **row})
 
@@ -145,8 +149,9 @@ def _limits():
     return Limits(memory_mb=1024, timeout_s=30)
 
 
-def _preflights(sessions, image, start, oracle, workers, progress) -> dict[str, str]:
-    """Replay every reference first (cached per session content + image); return the broken ones."""
+def _preflights(sessions, image, start, oracle, workers, progress) -> dict[str, dict[str, Any]]:
+    """Replay every reference first (cached per session content, image and grading code); return
+    each session's preflight row (``ok``/``reason``, and for sound ones ``passing`` and ``gold``)."""
     from harness import image as _image
 
     results: dict[str, dict[str, Any]] = {}
@@ -159,7 +164,7 @@ def _preflights(sessions, image, start, oracle, workers, progress) -> dict[str, 
             results[s.session_id] = r
 
     _execute([(s,) for s in sessions], work, workers, threading.Event(), progress, "preflight")
-    return {sid: r["reason"] for sid, r in results.items() if not r["ok"]}
+    return results
 
 
 def _execute(jobs: list[tuple], work, workers: int, stop: threading.Event, progress: bool, what: str) -> None:

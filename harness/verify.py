@@ -1,19 +1,96 @@
-"""Green: the verification tests pass, tests and Jest config are unchanged, and nothing regressed.
+"""Green: the verification tests pass on their own merits, tests are unchanged, nothing regressed.
 
-``take_baseline`` runs once on the pristine workspace (before the agent acts); ``verify`` runs
-after. Both use one full Jest run, so a verdict costs one warm Jest step.
+``take_baseline`` describes the pristine workspace (before the agent acts); ``verify`` runs one full
+Jest run and applies every check below. Each check that fails is named in the verdict, so a result
+row shows which one fired:
+
+- ``protected_files``: test files, fixtures, snapshots, mocks, setup files and Jest/Babel config are
+  byte-for-byte as they were, and no file appeared in or vanished from a test folder;
+- ``tamper``: the guard in the Jest hosts refused nothing and found nothing changed (then the
+  verdict is ``tampered``, never merely failed);
+- ``run``: the run finished with the runner's evidence (no timeout, memory or output limit);
+- ``verification``: no test of the verification files fails, and at least one passes;
+- ``gold``: every verification test the reference passed (``Gold``) passes again, as many times as
+  it exists, each with at least as many passing assertions as the reference made (see ``Gold``);
+- ``regression``: no test that passed on the pristine workspace fails now;
+- ``reported``: every test file Jest listed at the start reported.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import PurePosixPath
+from typing import Any, Iterable, Mapping
 
 from harness import jest
 from harness.sandbox import Sandbox, Status
 
 CONFIG_FILES = ("package.json", "jest.config.js", "jest.config.cjs", "jest.config.mjs", "jest.config.json",
                 "jest.config.ts", "babel.config.js", ".babelrc")
+# Mirrors isProtected in recipe/runner/guard.js: the guard refuses workspace code that reaches these,
+# and verify refuses a workspace where they changed.
+TEST_DIRS = frozenset({"__tests__", "__mocks__", "__snapshots__", "__fixtures__"})
+TOP_TEST_DIRS = frozenset({"test", "tests", "spec", "__test__"})
+_CONFIG_RE = re.compile(r"^(package\.json|jest\.config\.[cm]?[jt]s|jest\.config\.json|babel\.config\.[cm]?[jt]s|"
+                        r"babel\.config\.json|\.babelrc(\.[cm]?js|\.json)?|tsconfig(\.[\w-]+)?\.json)$")
+_TEST_NAME_RE = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$")
+
+
+def is_protected(rel: str) -> bool:
+    """Whether a workspace path belongs to the tests (by place or name; test files and config-named
+    files the sandbox listed are added by ``protected_paths``)."""
+    parts = PurePosixPath(rel).parts
+    if not parts or "node_modules" in parts:
+        return False
+    if len(parts) > 1 and parts[0] in TOP_TEST_DIRS:
+        return True
+    if any(p in TEST_DIRS for p in parts):
+        return True
+    return bool(_CONFIG_RE.match(parts[-1]) or _TEST_NAME_RE.search(parts[-1]))
+
+
+def protected_paths(files: Iterable[str], listed: Iterable[str] = ()) -> list[str]:
+    """The protected set: workspace files that are protected, the files Jest and its config name
+    (``listed``), and the usual config names even when absent (so that adding one is seen)."""
+    return sorted({f for f in files if is_protected(f)} | set(listed) | set(CONFIG_FILES))
+
+
+@dataclass(frozen=True)
+class Gold:
+    """What the reference solution's verification run showed, test by test (from the preflight).
+
+    ``tests`` maps a test id (``file::full name``) to (how many tests carry that id, the fewest
+    passing assertions any of them made over the reference's verification runs). The rule: each id
+    must be there exactly that many times, every one passed, each with at least that many passing
+    assertions. A test whose count legitimately varies is covered by taking the minimum over the
+    preflight's two runs; a test that makes no ``expect`` call has 0 and relies on the other checks.
+    """
+
+    tests: Mapping[str, tuple[int, int]]
+
+    @classmethod
+    def from_outcomes(cls, runs: list[list[jest.TestOutcome]], verify_files: Iterable[str]) -> "Gold":
+        """From the reference's verification runs: the ids that passed in every run, each with its
+        fewest count over the runs and its fewest passing assertions."""
+        wanted = set(verify_files)
+        per_run = []
+        for outcomes in runs:
+            seen: dict[str, list[int]] = {}
+            for t in outcomes:
+                if t.file in wanted and t.status == "passed":
+                    seen.setdefault(t.id, []).append(t.asserts)
+            per_run.append(seen)
+        common = set.intersection(*(set(r) for r in per_run)) if per_run else set()
+        return cls({tid: (min(len(r[tid]) for r in per_run), min(min(r[tid]) for r in per_run))
+                    for tid in sorted(common)})
+
+    def to_json(self) -> dict[str, list[int]]:
+        return {k: list(v) for k, v in sorted(self.tests.items())}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any] | None) -> "Gold | None":
+        return None if obj is None else cls({k: (int(v[0]), int(v[1])) for k, v in obj.items()})
 
 
 @dataclass(frozen=True)
@@ -21,6 +98,8 @@ class Baseline:
     protected: dict[str, str | None]  # path -> sha256 at the start (None: absent)
     passing: frozenset[str]  # "file::test name" passing at the start
     test_files: tuple[str, ...]
+    protected_listing: frozenset[str] = frozenset()  # protected-by-place files present at the start
+    gold: Gold | None = None
 
 
 @dataclass(frozen=True)
@@ -29,47 +108,99 @@ class Verdict:
     reason: str | None
     status: Status  # of the verification Jest run
     failed_tests: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)  # the checks that failed, in the order above
+    tamper: list[str] = field(default_factory=list)
+    tests: list[jest.TestOutcome] = field(default_factory=list)  # the guard's record of this run
+
+    @property
+    def tampered(self) -> bool:
+        return bool(self.tamper)
 
     def to_dict(self) -> dict[str, Any]:
         return {"green": self.green, "reason": self.reason, "status": self.status.value,
-                "failed_tests": self.failed_tests}
+                "failed_tests": self.failed_tests, "checks": self.checks, "tamper": self.tamper}
 
 
 def _hashes(sb: Sandbox, paths: list[str]) -> dict[str, str | None]:
     return sb.request("hash", {"paths": paths})["hashes"]
 
 
+def _listing(sb: Sandbox) -> frozenset[str]:
+    return frozenset(f for f in sb.request("list", {"path": ".", "max": 1_000_000})["files"] if is_protected(f))
+
+
 def _full_run(sb: Sandbox, timeout: float | None) -> jest.JestResult:
     t = timeout or sb.limits.timeout_s
     answer = sb.request("jest", {"timeout_ms": int(t * 1000), "output_cap": sb.limits.output_cap}, timeout=t)
-    return jest.from_runner(answer)
+    return jest.from_runner(answer, guarded=sb.limits.guard)
 
 
-def take_baseline(sb: Sandbox, test_files: list[str], *, timeout: float | None = None) -> Baseline:
-    run = _full_run(sb, timeout)
-    protected = sorted(set(test_files) | set(CONFIG_FILES))
-    return Baseline(_hashes(sb, protected), frozenset(run.passed_tests), tuple(test_files))
+def take_baseline(sb: Sandbox, test_files: list[str], *, passing: Iterable[str] | None = None,
+                  gold: Gold | None = None, timeout: float | None = None) -> Baseline:
+    """The pristine workspace. ``passing`` (tests passing at the start) comes from the preflight when
+    it has measured them; otherwise one Jest run measures it here."""
+    if passing is None:
+        passing = _passed(_full_run(sb, timeout))
+    listing = _listing(sb)
+    listed = set(test_files) | set(sb.config_files)
+    protected = protected_paths(listing, listed)
+    return Baseline(_hashes(sb, protected), frozenset(passing), tuple(test_files), listing, gold)
+
+
+def _passed(run: jest.JestResult) -> set[str]:
+    if run.tests:
+        return {t.id for t in run.tests if t.status == "passed"}
+    return set(run.passed_tests)
 
 
 def verify(sb: Sandbox, base: Baseline, verify_files: list[str] | None = None, *,
            timeout: float | None = None) -> Verdict:
+    fired: list[tuple[str, str]] = []
     changed = sorted(p for p, h in _hashes(sb, list(base.protected)).items() if h != base.protected[p])
+    listing = _listing(sb)
+    added, removed = sorted(listing - base.protected_listing), sorted(base.protected_listing - listing)
+    if changed or added or removed:
+        fired.append(("protected_files", "protected files changed: " + ", ".join(
+            changed + [f"{p} (added)" for p in added if p not in changed] +
+            [f"{p} (removed)" for p in removed if p not in changed])))
     run = _full_run(sb, timeout)
     failed = [{"name": f.name, "file": f.file, "message": f.message} for f in run.failed_tests]
-    if changed:
-        return Verdict(False, f"protected files changed: {', '.join(changed)}", run.status, failed)
+    if run.tamper:
+        fired.append(("tamper", f"tampered: {run.tamper[0]}"))
     if run.status in (Status.TIMEOUT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT) or run.evidence != "nonce":
-        return Verdict(False, f"verification run {run.status.value}: {run.reason}", run.status, failed)
+        fired.append(("run", f"verification run {run.status.value}: {run.reason}"))
     wanted = set(verify_files or base.test_files)
-    passed_now = set(run.passed_tests)
+    passed_now = _passed(run)
     bad = [f for f in run.failed_tests if f.file in wanted]
     if bad:
-        return Verdict(False, f"{len(bad)} verification test(s) fail", run.status, failed)
-    if not any(t.split("::", 1)[0] in wanted for t in passed_now):
-        return Verdict(False, "no verification test passed", run.status, failed)
+        fired.append(("verification", f"{len(bad)} verification test(s) fail"))
+    elif not any(t.split("::", 1)[0] in wanted for t in passed_now):
+        fired.append(("verification", "no verification test passed"))
+    if base.gold is not None and run.evidence == "nonce":
+        problem = _gold_problem(base.gold, run.tests)
+        if problem:
+            fired.append(("gold", problem))
     regressed = sorted(base.passing - passed_now)
     if regressed:
-        return Verdict(False, f"{len(regressed)} test(s) that passed at the start no longer pass", run.status, failed)
+        fired.append(("regression", f"{len(regressed)} test(s) that passed at the start no longer pass"))
     if run.reason and "did not report" in run.reason:
-        return Verdict(False, run.reason, run.status, failed)
-    return Verdict(True, None, run.status, failed)
+        fired.append(("reported", run.reason))
+    return Verdict(not fired, fired[0][1] if fired else None, run.status, failed,
+                   [c for c, _ in fired], run.tamper, run.tests)
+
+
+def _gold_problem(gold: Gold, outcomes: list[jest.TestOutcome]) -> str | None:
+    """The first way this run falls short of the reference's verification run, or None."""
+    now: dict[str, list[jest.TestOutcome]] = {}
+    for t in outcomes:
+        now.setdefault(t.id, []).append(t)
+    for tid, (n, low) in sorted(gold.tests.items()):
+        got = now.get(tid, [])
+        if len(got) != n:
+            return f"{tid}: {len(got)} test(s) with this name ran, the reference had {n}"
+        for t in got:
+            if t.status != "passed":
+                return f"{tid}: {t.status}"
+            if t.asserts < low:
+                return f"{tid}: passed with {t.asserts} passing assertion(s), the reference made {low}"
+    return None

@@ -21,6 +21,7 @@ class Status(str, enum.Enum):
     TIMEOUT = "timeout"
     MEMORY_LIMIT = "memory_limit"
     OUTPUT_LIMIT = "output_limit"
+    TAMPERED = "tampered"  # the run's evidence shows workspace code interfered with the tests or framework
     INFRA_ERROR = "infra_error"
 
 
@@ -59,6 +60,7 @@ class Sandbox(Protocol):
     image: str | None  # what results name as the environment (image tag, or None for local)
     limits: Limits
     test_files: list[str]  # the Jest test files of the pristine workspace, listed at start
+    config_files: list[str]  # workspace files the Jest config names (setup files, environments, ...)
 
     def exec(self, argv: list[str], *, timeout: float | None = None, output_cap: int | None = None,
              stdin: bytes | None = None) -> ExecResult: ...

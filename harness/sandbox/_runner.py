@@ -126,6 +126,7 @@ class RunnerSandbox:
             self.close()
             raise
         self.test_files: list[str] = r.get("test_files") or []
+        self.config_files: list[str] = r.get("config_files") or []  # files the Jest config names
         return self
 
     def exec(self, argv: list[str], *, timeout: float | None = None, output_cap: int | None = None,

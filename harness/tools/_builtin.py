@@ -21,7 +21,7 @@ def _jest_run(sb, args):
     answer = sb.request("jest", {"test_files": files, "name_pattern": args.get("name_pattern"),
                                  "timeout_ms": int(timeout * 1000), "output_cap": sb.limits.output_cap},
                         timeout=timeout)
-    return jest.from_runner(answer).to_dict()
+    return jest.from_runner(answer, guarded=sb.limits.guard).to_dict()
 
 
 register(Tool(

@@ -24,12 +24,20 @@ def test_validate_names_the_problem():
     assert "(timeout_s)" in tools.validate("jest_run", {"timeout_s": -1})
 
 
-def _answer(tests, *, expected=("tests/a.test.js",), evidence="nonce"):
+def _record(tests, **file_fields):
+    """The guard's record of tests/a.test.js as the Jest hosts send it (guard.js)."""
+    return {"files": {"tests/a.test.js": {"tests": [{"name": t["name"], "status": t["status"], "asserts": 1}
+                                                    for t in tests],
+                                          "tamper": [], "checked": True, **file_fields}}, "tamper": []}
+
+
+def _answer(tests, *, expected=("tests/a.test.js",), evidence="nonce", guard=None):
     failed = sum(t["status"] == "failed" for t in tests)
     return {"evidence": evidence, "workspace": "/w", "expected_files": list(expected), "duration_ms": 120,
             "report": {"success": failed == 0, "numTotalTestSuites": 1, "numTotalTests": len(tests),
                        "numPassedTests": len(tests) - failed, "numFailedTests": failed, "numPendingTests": 0,
-                       "testResults": [{"file": "tests/a.test.js", "execError": None, "tests": tests}]}}
+                       "testResults": [{"file": "tests/a.test.js", "execError": None, "tests": tests}]},
+            "guard": _record(tests) if guard is None else guard}
 
 
 def test_from_runner_pass_fail_and_error_location():
@@ -55,6 +63,36 @@ def test_no_evidence_is_never_a_pass():
     assert r.status == Status.FAILED and r.reason == "test files did not report: tests/b.test.js"
     # zero tests is not a pass
     assert jest.from_runner(_answer([])).status == Status.FAILED
+
+
+def test_guard_record_gives_each_test_its_outcome_and_assertions():
+    tests = [{"name": "ok", "status": "passed"}, {"name": "bad", "status": "failed", "failureMessages": ["x"]}]
+    r = jest.from_runner(_answer(tests))
+    assert r.status == Status.FAILED and not r.tamper
+    assert [(t.id, t.status, t.asserts) for t in r.tests] == [("tests/a.test.js::ok", "passed", 1),
+                                                               ("tests/a.test.js::bad", "failed", 1)]
+    assert "tests" not in r.to_dict() and "tamper" not in r.to_dict()  # the agent sees neither
+
+
+def test_a_run_without_a_trustworthy_record_is_tampered():
+    ok = [{"name": "ok", "status": "passed"}]
+    cases = {
+        "no integrity record": _answer(ok, guard={}) | {"guard": None},
+        "disagrees with the guard": _answer(ok, guard=_record([{"name": "ok", "status": "failed"}])),
+        "check did not run": _answer(ok, guard=_record(ok, checked=False)),
+        "expect.extend() from workspace code": _answer(ok, guard=_record(ok, tamper=["expect.extend() from workspace code"])),
+    }
+    for why, answer in cases.items():
+        r = jest.from_runner(answer)
+        assert r.status == Status.TAMPERED and why in r.reason and r.tamper, (why, r)
+        assert r.to_dict()["tamper"] == r.tamper
+    host = _record(ok) | {"tamper": ["code generation in the host realm (Function constructor)"]}
+    assert jest.from_runner(_answer(ok, guard=host)).status == Status.TAMPERED
+    # a file that failed to load has no tests to vouch for: a failure, not tampering
+    answer = _answer([], guard={"files": {}, "tamper": []})
+    assert jest.from_runner(answer).status == Status.FAILED
+    # with the guard off (benchmarks only) the report alone decides
+    assert jest.from_runner(_answer(ok) | {"guard": None}, guarded=False).status == Status.PASSED
 
 
 def test_import_harness_is_cheap():

@@ -20,9 +20,6 @@ const push = (arr, x) => apply(arrayPush, arr, [x]);
 const GLOBAL_NAMES = ['expect', 'test', 'it', 'describe', 'fit', 'fdescribe', 'xit', 'xtest', 'xdescribe',
   'beforeAll', 'beforeEach', 'afterAll', 'afterEach'];
 const MATCHERS_OBJECT = Symbol.for('$$jest-matchers-object');
-const INSTANCE_MATCHERS = new Set(['toThrow', 'toThrowError', 'toBeInstanceOf']);
-const SNAPSHOT_MATCHERS = new Set(['toMatchSnapshot', 'toMatchInlineSnapshot', 'toThrowErrorMatchingSnapshot',
-  'toThrowErrorMatchingInlineSnapshot']);
 
 function guard() { return require('./guard'); }
 
@@ -61,6 +58,17 @@ function sourceTransforms(jestDir) {
     ["'use strict';", HOOKS, 1],
     ['    this.inverse = inverse;\n  }', '    this.inverse = inverse;\n    __etaiGuard.created(this);\n  }', 1],
   ]));
+  // Every matcher call, table matchers and the promise forms of toThrow alike: checks before it
+  // runs, and the guard's own count of passing assertions (and of failures a snapshot matcher
+  // asked to defer) beside expect's, which workspace code can reach through expect.setState.
+  out.set(path.join(expectDir, 'build/index.js'), amend(path.join(expectDir, 'build/index.js'), [
+    ["'use strict';", HOOKS, 1],
+    ['  function throwingMatcher(...args) {', '  function throwingMatcher(...args) { __etaiGuard.before(args);', 1],
+    ['(0, _jestMatchersObject.getState)().suppressedErrors.push(error);',
+      '(0, _jestMatchersObject.getState)().suppressedErrors.push(error); __etaiGuard.suppressed();', 1],
+    ['(0, _jestMatchersObject.getState)().numPassingAsserts++;',
+      '(0, _jestMatchersObject.getState)().numPassingAsserts++; __etaiGuard.passed();', 1],
+  ]));
   const utils = pkgFile(expectDir, '@jest/expect-utils', 'build/jasmineUtils.js');
   out.set(utils, amend(utils, [
     ["'use strict';", HOOKS, 1],
@@ -70,21 +78,43 @@ function sourceTransforms(jestDir) {
 }
 
 // The object the amended framework files require as 'etai-guard-hooks', one per test file.
-function hooks(rec, workspaceCaller) {
+function hooks(runtime, workspaceCaller) {
   const trusted = new WeakSet();
   const untrusted = new WeakSet();
+  const state = runtime._etai;
+  state.counter = { passed: 0, suppressedFailures: 0 };
+  state.testers = []; // what expect.addEqualityTesters added, in order
+  const tamper = (what) => guard().tamperIn(state.rec, what);
   return Object.freeze({
     created(matcher) {
-      const g = guard();
-      apply(weakAdd, g.untrusted(workspaceCaller(rec)) ? untrusted : trusted, [matcher]);
+      apply(weakAdd, guard().untrusted(workspaceCaller(state.rec)) ? untrusted : trusted, [matcher]);
+      if (typeof matcher.sample === 'function' && customHasInstance(runtime, matcher.sample)) {
+        tamper('an asymmetric matcher was given a class whose instanceof answer is rewritten (Symbol.hasInstance)');
+      }
     },
     honoured(obj) {
       if (apply(weakHas, trusted, [obj])) return true;
-      if (apply(weakHas, untrusted, [obj])) {
-        guard().tamperIn(rec, 'an asymmetric matcher made by workspace code reached a comparison');
-      }
+      if (apply(weakHas, untrusted, [obj])) tamper('an asymmetric matcher made by workspace code reached a comparison');
       return false;
     },
+    before(args) {
+      const { table, testers, snapshotState } = state;
+      if (!table) return; // the framework is still loading
+      const now = table.customEqualityTesters;
+      if (now.length !== testers.length || testers.some((t, i) => now[i] !== t)) {
+        tamper('custom equality testers were changed outside expect.addEqualityTesters');
+      }
+      if (snapshotState && table.state.snapshotState !== snapshotState) {
+        tamper("a matcher ran against a snapshot state that is not the test file's");
+      }
+      for (const a of args) {
+        if (typeof a === 'function' && customHasInstance(runtime, a)) {
+          tamper('a matcher was given a class whose instanceof answer is rewritten (Symbol.hasInstance)');
+        }
+      }
+    },
+    passed() { state.counter.passed += 1; },
+    suppressed() { state.counter.suppressedFailures += 1; },
   });
 }
 
@@ -106,91 +136,38 @@ function freezeChain(proto, stopAt) {
   }
 }
 
-// Right after the framework is loaded, before any setup file: the matcher table's slots.
+// Right after the framework is loaded, before any setup file: the matcher table's slots and the
+// built-in matchers (a matcher's name, once locked, cannot be given another implementation).
 function lockEarly(runtime, g, rec) {
   const table = g[MATCHERS_OBJECT];
   if (!table || typeof table !== 'object') throw new Error('etai guard: expect did not create its matcher table');
   lockProps(table, ['matchers', 'state', 'customEqualityTesters']);
   runtime._etai.table = table;
-  runtime._etai.counter = { passed: 0, suppressedFailures: 0 };
-  runtime._etai.testers = []; // what expect.addEqualityTesters added, in order
   runtime._etai.Date = g.Date;
-  guardMatchers(runtime, rec);
+  lockProps(table.matchers);
 }
 
 // After setup files and after the test file loaded: what they added (custom matchers, custom
 // asymmetric matchers on expect) is locked like the built-ins.
 function relock(runtime) {
-  guardMatchers(runtime, runtime._etai.rec);
+  lockProps(runtime._etai.table.matchers);
   if (runtime._etai.expect) {
     lockProps(runtime._etai.expect);
     lockProps(runtime._etai.expect.not);
   }
 }
 
-// Wrap every matcher in the table that is not wrapped yet, then lock every entry. A matcher's name,
-// once locked, cannot be given another implementation (expect.extend or a direct write).
-function guardMatchers(runtime, rec) {
-  const { table } = runtime._etai;
-  const matchers = table.matchers;
-  const done = runtime._etai.wrapped || (runtime._etai.wrapped = new WeakSet());
-  for (const name of ownKeys(matchers)) {
-    const d = getOwnPropertyDescriptor(matchers, name);
-    if (!d.configurable) continue;
-    const wrapped = apply(weakHas, done, [d.value]) ? d.value : guardMatcher(runtime, rec, String(name), d.value);
-    apply(weakAdd, done, [wrapped]);
-    defineProperty(matchers, name, { value: wrapped, writable: false, configurable: false, enumerable: d.enumerable });
-  }
-}
-
-function guardMatcher(runtime, rec, name, matcher) {
-  const counter = runtime._etai.counter;
-  const testers = runtime._etai.table.customEqualityTesters;
-  const ours = runtime._etai.testers;
-  const wrapped = function (...args) {
-    const ctx = this;
-    if (testers.length !== ours.length || ours.some((t, i) => testers[i] !== t)) {
-      guard().tamperIn(rec, 'custom equality testers were changed outside expect.addEqualityTesters');
-    }
-    if (SNAPSHOT_MATCHERS.has(name) && ctx && runtime._etai.snapshotState && ctx.snapshotState !== runtime._etai.snapshotState) {
-      guard().tamperIn(rec, `${name} ran against a snapshot state that is not the test file's`);
-    }
-    if (INSTANCE_MATCHERS.has(name) && typeof args[1] === 'function' && customHasInstance(runtime, args[1])) {
-      guard().tamperIn(rec, `${name} was given a class whose instanceof answer is rewritten (Symbol.hasInstance)`);
-    }
-    let suppressed = false;
-    if (ctx && typeof ctx.dontThrow === 'function') {
-      const dontThrow = ctx.dontThrow;
-      ctx.dontThrow = () => { suppressed = true; return dontThrow(); };
-    }
-    const settle = (result) => {
-      if (result && typeof result === 'object' && typeof result.pass === 'boolean') {
-        if (result.pass !== Boolean(ctx && ctx.isNot)) counter.passed += 1;
-        else if (suppressed) counter.suppressedFailures += 1;
-      }
-      return result;
-    };
-    let result;
-    try {
-      result = apply(matcher, ctx, args);
-    } catch (e) {
-      throw require('./jest-warm').unframed(e, [__filename]);
-    }
-    return result && typeof result.then === 'function' ? result.then(settle) : settle(result);
-  };
-  for (const key of ownKeys(matcher)) {
-    if (key !== 'length' && key !== 'name' && key !== 'prototype') defineProperty(wrapped, key, getOwnPropertyDescriptor(matcher, key));
-  }
-  defineProperty(wrapped, 'name', { value: matcher.name });
-  return wrapped;
-}
-
 // A class whose `instanceof` answer its author rewrote: an own Symbol.hasInstance anywhere on its
-// chain below the realm's Function.prototype, or a Proxy (whose traps could answer anything).
+// chain other than Function.prototype's own (of either realm), or a Proxy (whose traps could
+// answer anything).
+const HOST_HAS_INSTANCE = Function.prototype[Symbol.hasInstance];
+
 function customHasInstance(runtime, cls) {
-  const fnProto = runtime._environment.global.Function.prototype;
-  for (let c = cls; c && c !== fnProto; c = getPrototypeOf(c)) {
-    if (guard().isProxy(c) || getOwnPropertyDescriptor(c, Symbol.hasInstance)) return true;
+  const realmDefault = runtime._environment.global.Function.prototype[Symbol.hasInstance];
+  for (let c = cls; c; c = getPrototypeOf(c)) {
+    if (guard().isProxy(c)) return true;
+    const d = getOwnPropertyDescriptor(c, Symbol.hasInstance);
+    if (d) return !(d.value === realmDefault || d.value === HOST_HAS_INSTANCE);
   }
   return false;
 }
@@ -227,7 +204,7 @@ function arm(runtime, environment, config, globals, snapshotState) {
   lockProps(jestExpect);
   lockProps(jestExpect.not);
   // The classes behind what expect hands out: asymmetric matchers and assertion errors.
-  for (const m of [jestExpect.any(Function), jestExpect.anything(), jestExpect.arrayContaining([]),
+  for (const m of [jestExpect.any(g.Function), jestExpect.anything(), jestExpect.arrayContaining([]),
     jestExpect.objectContaining({}), jestExpect.stringContaining(''), jestExpect.stringMatching(''),
     jestExpect.closeTo(0)]) {
     freezeChain(getPrototypeOf(m), g.Object.prototype);
@@ -252,7 +229,7 @@ function arm(runtime, environment, config, globals, snapshotState) {
     }
     defineProperty(g, name, { value: want, writable: false, configurable: false, enumerable: d.enumerable });
   }
-  guardMatchers(runtime, rec);
+  lockProps(runtime._etai.table.matchers);
   addRecorder(runtime, rec);
 }
 
@@ -263,8 +240,8 @@ function runtimeExpect(runtime) {
 
 // ------------------------------------------------------------------ the record of each test
 // A circus event handler, added last: it sees each test after circus and expect added their
-// errors. Its counter of passing assertions is kept by the matcher wrappers, over the same window
-// as Jest's own numPassingAsserts (reset when a test is done).
+// errors. Its counter of passing assertions is kept by the amended expect (hooks.passed), over the
+// same window as Jest's own numPassingAsserts (reset when a test is done).
 function addRecorder(runtime, rec) {
   const state = runtime.requireInternalModule(pkgFile(runtime._etai.jestDir, 'jest-circus', 'build/state.js'));
   const counter = runtime._etai.counter;

@@ -250,7 +250,8 @@ function guardedRuntime(Base, jestDir) {
     constructor(...args) {
       super(...args);
       const rec = fileRecord(this._testPath);
-      this._etai = { rec, jestDir, copies: new Map(), hooks: framework.hooks(rec, workspaceCaller) };
+      this._etai = { rec, jestDir, copies: new Map() };
+      this._etai.hooks = framework.hooks(this, workspaceCaller);
       const g = this._environment.global;
       lockRealm(g, { onTamper: (what) => tamperIn(rec, `${what} (test context)`) });
       const proc = g.process;
