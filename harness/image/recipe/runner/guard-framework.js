@@ -129,6 +129,25 @@ function lockProps(obj, keys) {
   }
 }
 
+// Like lockProps, but an assignment is reported as well as refused (for the names tampering goes
+// for first: the framework's globals and the matcher table).
+function lockReporting(obj, rec, label, keys) {
+  for (const key of keys || ownKeys(obj)) {
+    const d = getOwnPropertyDescriptor(obj, key);
+    if (!d || !d.configurable || !('value' in d)) continue;
+    const value = d.value;
+    const what = `${label} ${String(key)}`;
+    defineProperty(obj, key, {
+      get() { return value; },
+      set() {
+        guard().tamperIn(rec, `assigned ${what}`);
+        throw new TypeError(`etai: ${what} may not be replaced in a graded run`);
+      },
+      enumerable: d.enumerable, configurable: false,
+    });
+  }
+}
+
 function freezeChain(proto, stopAt) {
   while (proto && proto !== stopAt && !Object.isFrozen(proto)) {
     Object.freeze(proto);
@@ -144,13 +163,13 @@ function lockEarly(runtime, g, rec) {
   lockProps(table, ['matchers', 'state', 'customEqualityTesters']);
   runtime._etai.table = table;
   runtime._etai.Date = g.Date;
-  lockProps(table.matchers);
+  lockReporting(table.matchers, rec, "expect's matcher");
 }
 
 // After setup files and after the test file loaded: what they added (custom matchers, custom
 // asymmetric matchers on expect) is locked like the built-ins.
 function relock(runtime) {
-  lockProps(runtime._etai.table.matchers);
+  lockReporting(runtime._etai.table.matchers, runtime._etai.rec, "expect's matcher");
   if (runtime._etai.expect) {
     lockProps(runtime._etai.expect);
     lockProps(runtime._etai.expect.not);
@@ -227,9 +246,9 @@ function arm(runtime, environment, config, globals, snapshotState) {
       guard().tamperIn(rec, `the global ${name} is not the framework's`);
       continue;
     }
-    defineProperty(g, name, { value: want, writable: false, configurable: false, enumerable: d.enumerable });
+    lockReporting(g, rec, 'the global', [name]);
   }
-  lockProps(runtime._etai.table.matchers);
+  lockReporting(runtime._etai.table.matchers, rec, "expect's matcher");
   addRecorder(runtime, rec);
 }
 

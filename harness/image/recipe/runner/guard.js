@@ -202,16 +202,18 @@ const DENIED = new Set(['vm', 'v8', 'inspector', 'inspector/promises', 'worker_t
 // stays inside the test file); `assert` is copied and frozen (tests that use it rely on it).
 const NAMESPACE_KEYS = new Set(['promises', 'posix', 'win32', 'types', 'constants', 'strict']);
 
-function copyModule(real, frozen) {
+function copyModule(real, frozen, seen = new Map()) {
+  if (seen.has(real)) return seen.get(real); // path.posix.win32.posix ... is path again
   const copy = typeof real === 'function'
     ? function (...args) { return apply(real, this, args); }
     : Object.create(getPrototypeOf(real));
+  seen.set(real, copy);
   for (const key of ownKeys(real)) {
     if (typeof real === 'function' && (key === 'length' || key === 'name' || key === 'prototype')) continue;
     const d = getOwnPropertyDescriptor(real, key);
     if (NAMESPACE_KEYS.has(key)) {
       const v = real[key];
-      const value = v === real ? copy : (v && typeof v === 'object' ? copyModule(v, frozen) : v);
+      const value = v && typeof v === 'object' ? copyModule(v, frozen, seen) : v;
       defineProperty(copy, key, { value, writable: !frozen, enumerable: d.enumerable, configurable: !frozen });
     } else if (frozen && 'value' in d) {
       defineProperty(copy, key, { value: d.value, writable: false, enumerable: d.enumerable, configurable: false });
@@ -351,14 +353,15 @@ function guardedRuntime(Base, jestDir) {
       const wrapped = function require(id) { return req(id); };
       wrapped.resolve = req.resolve;
       wrapped.extensions = req.extensions;
+      const rec = this._etai.rec;
       wrapped.cache = new Proxy(Object.create(null), {
-        get: (_, key) => (typeof key === 'string' && !isProtected(key) ? facade(runtime._moduleRegistry.get(key)) : undefined),
+        get: (_, key) => (typeof key === 'string' ? facade(runtime._moduleRegistry.get(key), rec) : undefined),
         has: (_, key) => typeof key === 'string' && !isProtected(key) && runtime._moduleRegistry.has(key),
         ownKeys: () => Array.from(runtime._moduleRegistry.keys()).filter((k) => !isProtected(k)),
         getOwnPropertyDescriptor: () => ({ configurable: true, enumerable: true }),
         defineProperty: () => true, deleteProperty: () => true, set: () => true,
       });
-      defineProperty(wrapped, 'main', { enumerable: true, get: () => facade(runtime._mainModule) });
+      defineProperty(wrapped, 'main', { enumerable: true, get: () => facade(runtime._mainModule, rec) });
       return wrapped;
     }
 
@@ -367,12 +370,13 @@ function guardedRuntime(Base, jestDir) {
     createScriptFromCode(scriptSource, filename) {
       const script = passOn(super.createScriptFromCode, this, [scriptSource, filename]);
       if (!untrusted(filename)) return script;
+      const rec = this._etai.rec;
       return {
         runInContext(context, opts) {
           const result = script.runInContext(context, opts);
           const fn = result && result[EVAL_KEY];
           if (typeof fn !== 'function') return result;
-          return { [EVAL_KEY]: function (module, ...rest) { return passOn(fn, this, [facade(module), ...rest]); } };
+          return { [EVAL_KEY]: function (module, ...rest) { return passOn(fn, this, [facade(module, rec), ...rest]); } };
         },
       };
     }
@@ -382,19 +386,29 @@ function guardedRuntime(Base, jestDir) {
 
 const facades = new WeakMap();
 
-function facade(mod) {
+// What an untrusted module sees of another module: a protected one shows its name only (reaching
+// for its require, exports or children is reported), an untrusted one the same rules again.
+function facade(mod, rec) {
   if (!mod || typeof mod !== 'object') return mod === undefined ? undefined : null;
   let f = facades.get(mod);
   if (f) return f;
   if (isProtected(mod.filename)) {
     const info = { id: mod.id, filename: mod.filename, path: mod.path };
     defineProperty(info, 'loaded', { get: () => mod.loaded, enumerable: true });
+    for (const key of ['require', 'exports', 'children', 'parent', 'main']) {
+      defineProperty(info, key, {
+        get() {
+          tamperIn(rec, `workspace code reached ${key} of ${path.relative(WS, mod.filename)}`);
+          throw new Error(`etai: ${path.relative(WS, mod.filename)} belongs to the tests`);
+        },
+      });
+    }
     f = Object.freeze(info);
   } else {
     f = new Proxy(mod, {
       get(target, key) {
-        if (key === 'parent' || key === 'main') return facade(target[key]);
-        if (key === 'children') return Array.isArray(target.children) ? target.children.map(facade) : target.children;
+        if (key === 'parent' || key === 'main') return facade(target[key], rec);
+        if (key === 'children') return Array.isArray(target.children) ? target.children.map((c) => facade(c, rec)) : target.children;
         return target[key];
       },
     });

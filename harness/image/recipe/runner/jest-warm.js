@@ -35,9 +35,10 @@ function replace(obj, name, make) {
 // A failure message must read as it would without these patches: Jest points its code frame at the
 // first stack frame outside node_modules, which would otherwise be a wrapper in this file (or, for
 // guard.js, which uses these too, in the guard's files).
-function unframed(e, files = [__filename]) {
-  if (e && typeof e.stack === 'string' && files.some((f) => e.stack.includes(f))) {
-    e.stack = e.stack.split('\n').filter((line) => !files.some((f) => line.includes(f))).join('\n');
+function unframed(e, files = []) {
+  const drop = files.concat(__filename);
+  if (e && typeof e.stack === 'string' && drop.some((f) => e.stack.includes(f))) {
+    e.stack = e.stack.split('\n').filter((line) => !drop.some((f) => line.includes(f))).join('\n');
   }
   return e;
 }
