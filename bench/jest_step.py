@@ -1,8 +1,9 @@
-"""Benchmark: one `jest_run` step three ways, interleaved in one process (ratios, not absolute times).
+"""Benchmark: one `jest_run` step four ways, interleaved in one process (ratios, not absolute times).
 
   naive    a fresh `docker run --rm` + one-shot Jest per step
   exec     one-shot Jest via `docker exec` into a warm container
-  etai     ETAI's sandbox: warm container, persistent Jest runner, long-lived pipe
+  etai     ETAI's sandbox: warm container, persistent Jest runner, long-lived pipe, grading guard on
+  noguard  the same with the guard off (Limits(guard=False)): what the guard costs a step
 
 The project has 5 test files / 9 tests (as research/perf-limits.md Appendix C). Each round runs
 every way once in shuffled order, so machine noise hits all ways alike.
@@ -79,9 +80,11 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="etai-bench-"))
     proj = write_project(tmp / "proj")
     sb = sandbox.start("docker", proj, image=tag)
+    bare = sandbox.start("docker", proj, image=tag, limits=sandbox.Limits(guard=False))
     try:
-        first = tools.call(sb, "jest_run", {})  # the runner's first run (cold cache) is not a step
-        assert first.status == "passed" and first.data["num_passed"] == 9, first
+        for s in (sb, bare):  # the runner's first run (cold cache) is not a step
+            first = tools.call(s, "jest_run", {})
+            assert first.status == "passed" and first.data["num_passed"] == 9, first
 
         def naive():
             p = subprocess.run(["docker", "run", "--rm", "--network", "none", "--label", "etai=1",
@@ -95,12 +98,12 @@ def main() -> int:
                                capture_output=True, text=True, timeout=60)
             check_ok(p, "exec")
 
-        def etai():
-            r = tools.call(sb, "jest_run", {})
+        def etai(s=sb, way="etai"):
+            r = tools.call(s, "jest_run", {})
             if r.status != "passed" or r.data["num_passed"] != 9:
-                raise SystemExit(f"etai: {r}")
+                raise SystemExit(f"{way}: {r}")
 
-        ways = {"naive": naive, "exec": exec_oneshot, "etai": etai}
+        ways = {"naive": naive, "exec": exec_oneshot, "etai": etai, "noguard": lambda: etai(bare, "noguard")}
         for fn in ways.values():  # warm every path once
             fn()
         times: dict[str, list[float]] = {w: [] for w in ways}
@@ -115,6 +118,7 @@ def main() -> int:
         print(file=sys.stderr)
     finally:
         sb.close()
+        bare.close()
 
     p50 = {w: statistics.median(t) for w, t in times.items()}
     print(f"jest_run step, 5 test files / 9 tests, {args.steps} interleaved rounds")
@@ -123,6 +127,8 @@ def main() -> int:
         print(f"{w:<8}{p50[w]:>10.1f}{pct(t, 0.9):>10.1f}{min(t):>10.1f}")
     print(f"etai is {p50['naive'] / p50['etai']:.1f}x faster than naive (p50), "
           f"{p50['exec'] / p50['etai']:.1f}x faster than exec one-shot")
+    print(f"the grading guard costs {100 * (p50['etai'] / p50['noguard'] - 1):+.1f}% at p50 "
+          f"({p50['noguard']:.1f} -> {p50['etai']:.1f} ms; budget +10%)")
     ok = p50["etai"] <= 150 and p50["naive"] / p50["etai"] >= 6
     print("targets (p50 <= 150 ms, >= 6x naive):", "met" if ok else "NOT met")
     return 0

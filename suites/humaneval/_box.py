@@ -94,10 +94,10 @@ class Box:
             self.close()
             raise
 
-    def run(self, program: str, *, timeout: float, mem_mb: int) -> Outcome:
+    def run(self, check: dict[str, str], *, timeout: float, mem_mb: int) -> Outcome:
         self._seq += 1
         i = self._seq  # the reply must name the check in flight
-        job = json.dumps({"i": i, "program": program, "timeout": timeout, "mem_mb": mem_mb})
+        job = json.dumps({"i": i, **check, "timeout": timeout, "mem_mb": mem_mb})
         self._send(_blob(job.encode()))
         r = self._reply(time.monotonic() + timeout + GRACE_S)
         if r.get("i") != i or r.get("status") not in {"passed", "failed", "timeout", "memory_limit"}:

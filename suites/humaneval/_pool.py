@@ -64,7 +64,7 @@ def run_checks(checks: Iterable[Check], cfg: PoolConfig,
                     with lock:
                         live.add(box)
                 try:
-                    out = box.run(c.program, timeout=cfg.timeout, mem_mb=cfg.mem_mb)
+                    out = box.run(c.job, timeout=cfg.timeout, mem_mb=cfg.mem_mb)
                 except BoxDead as e:
                     status, reason = BLAME[e.reason]
                     out = Outcome(status, reason, 0.0, recycle=True)

