@@ -24,8 +24,15 @@ const MATCHERS_OBJECT = Symbol.for('$$jest-matchers-object');
 function guard() { return require('./guard'); }
 
 // A file of a package of the Jest install (package.json "exports" hide build files from resolve).
+// Resolved once: Node's resolution costs more than a whole guard step.
+const resolved = new Map();
+
 function pkgFile(fromDir, pkg, rel) {
-  return path.join(path.dirname(require.resolve(`${pkg}/package.json`, { paths: [fromDir] })), rel);
+  const key = `${fromDir}\u0000${pkg}\u0000${rel}`;
+  if (!resolved.has(key)) {
+    resolved.set(key, path.join(path.dirname(require.resolve(`${pkg}/package.json`, { paths: [fromDir] })), rel));
+  }
+  return resolved.get(key);
 }
 
 // ------------------------------------------------------------------ framework sources, amended
@@ -57,6 +64,11 @@ function sourceTransforms(jestDir) {
   out.set(path.join(expectDir, 'build/asymmetricMatchers.js'), amend(path.join(expectDir, 'build/asymmetricMatchers.js'), [
     ["'use strict';", HOOKS, 1],
     ['    this.inverse = inverse;\n  }', '    this.inverse = inverse;\n    __etaiGuard.created(this);\n  }', 1],
+    // ... and their classes take no new methods from anyone (workspace code reaches them through
+    // any matcher it is handed: Object.getPrototypeOf(expect.any(Number))).
+    ['exports.notCloseTo = notCloseTo;', 'exports.notCloseTo = notCloseTo; [AsymmetricMatcher, Any, Anything, '
+      + 'ArrayContaining, ObjectContaining, StringContaining, StringMatching, CloseTo].forEach((c) => '
+      + 'Object.freeze(c.prototype));', 1],
   ]));
   // Every matcher call, table matchers and the promise forms of toThrow alike: checks before it
   // runs, and the guard's own count of passing assertions (and of failures a snapshot matcher
@@ -64,10 +76,17 @@ function sourceTransforms(jestDir) {
   out.set(path.join(expectDir, 'build/index.js'), amend(path.join(expectDir, 'build/index.js'), [
     ["'use strict';", HOOKS, 1],
     ['  function throwingMatcher(...args) {', '  function throwingMatcher(...args) { __etaiGuard.before(args);', 1],
+    ['    const processResult = (result, asyncError) => {', '    const processResult = (result, asyncError) => { __etaiGuard.result();', 1],
     ['(0, _jestMatchersObject.getState)().suppressedErrors.push(error);',
       '(0, _jestMatchersObject.getState)().suppressedErrors.push(error); __etaiGuard.suppressed();', 1],
     ['(0, _jestMatchersObject.getState)().numPassingAsserts++;',
       '(0, _jestMatchersObject.getState)().numPassingAsserts++; __etaiGuard.passed();', 1],
+  ]));
+  // The matcher table is a frozen object the guard swaps for a bigger frozen one on expect.extend,
+  // refusing a name it already has (locking 75 entries one by one cost more than a whole run).
+  out.set(path.join(expectDir, 'build/jestMatchersObject.js'), amend(path.join(expectDir, 'build/jestMatchersObject.js'), [
+    ["'use strict';", HOOKS, 1],
+    ['  Object.assign(globalThis[JEST_MATCHERS_OBJECT].matchers, matchers);', '  __etaiGuard.addMatchers(matchers);', 1],
   ]));
   const utils = pkgFile(expectDir, '@jest/expect-utils', 'build/jasmineUtils.js');
   out.set(utils, amend(utils, [
@@ -87,7 +106,8 @@ function hooks(runtime, workspaceCaller) {
   const tamper = (what) => guard().tamperIn(state.rec, what);
   return Object.freeze({
     created(matcher) {
-      apply(weakAdd, guard().untrusted(workspaceCaller(state.rec)) ? untrusted : trusted, [matcher]);
+      const mine = state.arming; // the guard's own, made while arming: no need to ask the stack
+      apply(weakAdd, !mine && guard().untrusted(workspaceCaller(state.rec)) ? untrusted : trusted, [matcher]);
       if (typeof matcher.sample === 'function' && customHasInstance(runtime, matcher.sample)) {
         tamper('an asymmetric matcher was given a class whose instanceof answer is rewritten (Symbol.hasInstance)');
       }
@@ -113,9 +133,35 @@ function hooks(runtime, workspaceCaller) {
         }
       }
     },
+    addMatchers(matchers) {
+      const table = state.table || globalThis0(runtime)[MATCHERS_OBJECT];
+      if (!state.table) { // the framework itself, while it loads: as stock expect does it
+        Object.assign(table.matchers, matchers);
+        return;
+      }
+      const current = table.matchers;
+      for (const key of ownKeys(matchers)) {
+        if (key in current) {
+          tamper(`expect.extend() gave the matcher ${String(key)} another implementation`);
+          throw new TypeError(`etai: the matcher ${String(key)} is already defined`);
+        }
+      }
+      state.setTable(Object.freeze(Object.assign(Object.create(null), current, matchers)));
+    },
+    result() { watched(state); },
     passed() { state.counter.passed += 1; },
     suppressed() { state.counter.suppressedFailures += 1; },
   });
+}
+
+function globalThis0(runtime) { return runtime._environment.global; }
+
+// What guard-lockdown.js watches rather than locks (Array.prototype, iterators), in this test file's
+// context and in the host realm, read back: a change is reported once.
+function watched(state) {
+  const changed = state.check && state.check();
+  if (changed) guard().tamperIn(state.rec, `${changed} was replaced (test context)`);
+  guard().checkHost();
 }
 
 // ------------------------------------------------------------------ locking
@@ -160,20 +206,31 @@ function freezeChain(proto, stopAt) {
 function lockEarly(runtime, g, rec) {
   const table = g[MATCHERS_OBJECT];
   if (!table || typeof table !== 'object') throw new Error('etai guard: expect did not create its matcher table');
-  lockProps(table, ['matchers', 'state', 'customEqualityTesters']);
+  let current = Object.freeze(table.matchers);
+  defineProperty(table, 'matchers', {
+    get: () => current,
+    set() {
+      guard().tamperIn(rec, "assigned expect's matcher table");
+      throw new TypeError("etai: expect's matcher table may not be replaced in a graded run");
+    },
+    enumerable: true, configurable: false,
+  });
+  runtime._etai.setTable = (next) => { current = next; };
+  lockProps(table, ['state', 'customEqualityTesters']);
   runtime._etai.table = table;
   runtime._etai.Date = g.Date;
-  lockReporting(table.matchers, rec, "expect's matcher");
 }
 
 // After setup files and after the test file loaded: what they added (custom matchers, custom
 // asymmetric matchers on expect) is locked like the built-ins.
 function relock(runtime) {
-  lockReporting(runtime._etai.table.matchers, runtime._etai.rec, "expect's matcher");
-  if (runtime._etai.expect) {
-    lockProps(runtime._etai.expect);
-    lockProps(runtime._etai.expect.not);
-  }
+  const { expect } = runtime._etai;
+  watched(runtime._etai); // also just before the test file is loaded and compiled
+  const size = expect ? ownKeys(expect).length + ownKeys(expect.not).length : 0;
+  if (size === runtime._etai.size) return; // nothing was added since the last lock: nothing to do
+  runtime._etai.size = size;
+  lockProps(expect);
+  lockProps(expect.not);
 }
 
 // A class whose `instanceof` answer its author rewrote: an own Symbol.hasInstance anywhere on its
@@ -218,16 +275,13 @@ function arm(runtime, environment, config, globals, snapshotState) {
     for (const t of list) push(runtime._etai.testers, t);
   });
   onlyTests('addSnapshotSerializer', 'from workspace code');
-  onlyTests('setState', 'from workspace code');
-  onlyTests('extractExpectedAssertionsErrors', 'from workspace code');
+  // expect.setState and extractExpectedAssertionsErrors stay open: what they change (expect's own
+  // counts, deferred failures) is not what the verdict reads (the guard's counts, locked
+  // snapshotState), and the framework calls them several times a test.
   lockProps(jestExpect);
   lockProps(jestExpect.not);
-  // The classes behind what expect hands out: asymmetric matchers and assertion errors.
-  for (const m of [jestExpect.any(g.Function), jestExpect.anything(), jestExpect.arrayContaining([]),
-    jestExpect.objectContaining({}), jestExpect.stringContaining(''), jestExpect.stringMatching(''),
-    jestExpect.closeTo(0)]) {
-    freezeChain(getPrototypeOf(m), g.Object.prototype);
-  }
+  // The classes behind what expect hands out (the asymmetric matchers' are frozen where they are
+  // defined: see sourceTransforms).
   freezeChain(getPrototypeOf(snapshotState), g.Object.prototype);
   const AssertionError = runtime.requireInternalModule(pkgFile(runtime._etai.jestDir, 'expect', 'build/index.js')).JestAssertionError;
   if (AssertionError) freezeChain(AssertionError.prototype, g.Error.prototype);
@@ -235,11 +289,10 @@ function arm(runtime, environment, config, globals, snapshotState) {
   for (const name of GLOBAL_NAMES) {
     const want = name === 'expect' ? jestExpect : globals[name];
     if (typeof want !== 'function') continue;
-    for (const key of ownKeys(want)) {
-      const v = want[key];
-      if (typeof v === 'function' && name !== 'expect') { lockProps(v); }
+    if (name !== 'expect') { // test.each, test.only.each, describe.skip, ...: nothing is added to these
+      for (const key of ownKeys(want)) if (typeof want[key] === 'function') Object.freeze(want[key]);
+      Object.freeze(want);
     }
-    if (name !== 'expect') lockProps(want);
     if (!config.injectGlobals) continue;
     const d = getOwnPropertyDescriptor(g, name);
     if (!d || d.value !== want) {
@@ -248,7 +301,7 @@ function arm(runtime, environment, config, globals, snapshotState) {
     }
     lockReporting(g, rec, 'the global', [name]);
   }
-  lockReporting(runtime._etai.table.matchers, rec, "expect's matcher");
+  runtime._etai.size = ownKeys(jestExpect).length + ownKeys(jestExpect.not).length;
   addRecorder(runtime, rec);
 }
 
@@ -276,6 +329,7 @@ function addRecorder(runtime, rec) {
     const t = event.test;
     switch (event.name) {
       case 'test_done':
+        watched(runtime._etai);
         byTest.set(t, {
           name: fullName(t), status: t.errors.length ? 'failed' : 'passed', asserts: counter.passed,
           jest_asserts: t.numPassingAsserts, suppressed: counter.suppressedFailures,
@@ -295,41 +349,37 @@ function addRecorder(runtime, rec) {
 }
 
 // ------------------------------------------------------------------ end of a test file
-// The canary: the real matchers, on values no workspace code has seen, must still fail what is
-// false and pass what is true; then Jest's results must agree with our record, test by test.
+// The canary: the test file's own matchers, on values no workspace code has seen, must still fail
+// what is false and pass what is true (called straight from the matcher table with a trusted
+// context: going through expect() would build an error with a stack for every call); then Jest's
+// results must agree with our record, test by test.
+let canarySeed = crypto.randomBytes(4).readUInt32LE(0) >>> 1;
+
 function fileEnd(runtime, results) {
-  const rec = runtime._etai.rec;
-  const expect = runtime._etai.expect;
+  const { rec, table, expect } = runtime._etai;
   if (!expect || !runtime._etai.byTest) return;
-  const a = crypto.randomBytes(8).toString('hex');
-  const b = crypto.randomBytes(8).toString('hex');
-  const counter = runtime._etai.counter;
-  const saved = counter.passed;
+  watched(runtime._etai);
+  const a = canarySeed++;
   const RealDate = runtime._etai.Date;
+  const m = table.matchers;
   // A test's own equality testers may be sloppy about types they do not handle; the canary asks
   // about plain values, so it runs without them (they were checked at every matcher call).
-  const testers = runtime._etai.table.customEqualityTesters;
-  const savedTesters = testers.splice(0);
-  const ours = runtime._etai.testers.splice(0);
-  const mustThrow = [
-    () => expect(a).toBe(b), () => expect({ v: [a] }).toEqual({ v: [b] }), () => expect([a]).toContain(b),
-    () => expect(a).not.toBe(a), () => expect(() => {}).toThrow(), () => expect(new RealDate(1)).toEqual(new RealDate(2)),
-    () => expect({ v: a }).toStrictEqual({ v: b }), () => expect(1).toBeCloseTo(2),
-  ];
-  for (const f of mustThrow) {
-    let threw = false;
-    try { f(); } catch (e) { threw = true; }
-    if (!threw) guard().tamperIn(rec, 'a false assertion passed at the end of the file (matchers or equality changed)');
+  runtime._etai.arming = true;
+  const ctx = expect.anything().getMatcherContext();
+  runtime._etai.arming = false;
+  ctx.customTesters = [];
+  const verdict = (name, ...args) => {
+    try {
+      return apply(m[name], ctx, args).pass;
+    } catch (e) {
+      return 'threw';
+    }
+  };
+  const wrong = [verdict('toBe', a, a + 1), verdict('toEqual', { v: [a], d: new RealDate(a) }, { v: [a], d: new RealDate(a + 1) })];
+  const right = [verdict('toEqual', { v: [a], d: new RealDate(a) }, { v: [a], d: new RealDate(a) })];
+  if (wrong.some((p) => p !== false) || right.some((p) => p !== true)) {
+    guard().tamperIn(rec, "the test file's matchers no longer tell true from false (checked at its end)");
   }
-  try {
-    expect({ v: [a] }).toEqual({ v: [a] });
-    expect(a).toBe(a);
-  } catch (e) {
-    guard().tamperIn(rec, 'a true assertion failed at the end of the file');
-  }
-  counter.passed = saved;
-  for (const t of savedTesters) push(testers, t);
-  for (const t of ours) push(runtime._etai.testers, t);
   const records = [];
   for (const r of runtime._etai.byTest.values()) push(records, r);
   const theirs = results.testResults || [];

@@ -35,6 +35,7 @@ const HOOKS_ID = 'etai-guard-hooks';
 // Stack frames of these files never show in a failure message (see jest-warm.js `unframed`).
 const OWN_FILES = [__filename, require.resolve('./guard-framework'), require.resolve('./guard-lockdown')];
 const passOn = (fn, self, args) => through(fn, self, args, OWN_FILES);
+const ours = (e) => unframed(e, OWN_FILES);
 
 // ------------------------------------------------------------------ what is protected
 // Tests and what they rely on: test files, anything under a test folder, Jest and Babel config, and
@@ -91,7 +92,10 @@ function configFiles(config) {
 // One record per test file: tamper findings and, from guard-framework.js, each test's outcome.
 let run = null;
 
-function beginRun() { run = { files: new Map(), tamper: [] }; }
+function beginRun() {
+  run = { files: new Map(), tamper: [] };
+  checkHost();
+}
 
 function fileRecord(testPath) {
   if (!run) beginRun();
@@ -103,16 +107,28 @@ function fileRecord(testPath) {
   return rec;
 }
 
-function tamperIn(rec, what) {
-  if (rec.tamper.length < 20) push(rec.tamper, String(what).slice(0, 300));
+function note(list, what) {
+  const text = String(what).slice(0, 300);
+  if (list.length < 20 && !list.includes(text)) push(list, text);
 }
+
+function tamperIn(rec, what) { note(rec.tamper, what); }
 
 function hostTamper(what) {
   if (!run) beginRun();
-  if (run.tamper.length < 20) push(run.tamper, String(what).slice(0, 300));
+  note(run.tamper, what);
+}
+
+// The host realm's watched intrinsics (see lockHost), read back at every check point of a run.
+let hostCheck = () => null;
+
+function checkHost() {
+  const changed = hostCheck();
+  if (changed) hostTamper(`${changed} was replaced (host realm)`);
 }
 
 function takeRun() {
+  checkHost();
   const out = { files: {}, tamper: run ? run.tamper : [] };
   if (run) for (const [p, rec] of run.files) out.files[path.relative(WS, p)] = rec;
   run = null;
@@ -185,7 +201,7 @@ function lockHost() {
     [getPrototypeOf(agen), 'AsyncGeneratorFunction'], [getPrototypeOf(afn), 'AsyncFunction']]) {
     defineProperty(proto, 'constructor', { value: noCodegen(name), writable: true, configurable: true });
   }
-  lockRealm(globalThis, { onTamper: hostTamper });
+  hostCheck = lockRealm(globalThis, { onTamper: hostTamper });
   Object.freeze(siteProto);
   // The global bindings of the intrinsics: Node's stack formatting reads globalThis.Error.
   for (const name of ['Error', 'Object', 'Array', 'Function', 'Promise', 'Reflect', 'JSON', 'Symbol', 'Map', 'Set',
@@ -255,7 +271,9 @@ function guardedRuntime(Base, jestDir) {
       this._etai = { rec, jestDir, copies: new Map() };
       this._etai.hooks = framework.hooks(this, workspaceCaller);
       const g = this._environment.global;
-      lockRealm(g, { onTamper: (what) => tamperIn(rec, `${what} (test context)`) });
+      this._etai.check = lockRealm(g, { onTamper: (what) => tamperIn(rec, `${what} (test context)`),
+        context: this._environment.getVmContext() });
+      checkHost();
       const proc = g.process;
       if (proc) {
         for (const name of PROCESS_CUT) {
@@ -298,7 +316,11 @@ function guardedRuntime(Base, jestDir) {
         if (isCore(moduleName)) return this._etaiCore(moduleName, from);
         if (moduleName !== undefined) this._etaiCheckTarget(from, moduleName);
       }
-      return passOn(super.requireModule, this, [from, moduleName, options, isRequireActual]);
+      try {
+        return super.requireModule(from, moduleName, options, isRequireActual);
+      } catch (e) {
+        throw ours(e);
+      }
     }
 
     requireMock(from, moduleName) {
@@ -308,7 +330,11 @@ function guardedRuntime(Base, jestDir) {
 
     requireInternalModule(from, to) {
       if (to === HOOKS_ID) return this._etai.hooks;
-      return passOn(super.requireInternalModule, this, [from, to]);
+      try {
+        return super.requireInternalModule(from, to);
+      } catch (e) {
+        throw ours(e);
+      }
     }
 
     // A workspace module outside the tests may not load a test file, fixture or helper: sharing the
@@ -329,11 +355,15 @@ function guardedRuntime(Base, jestDir) {
 
     transformFile(filename, options) {
       if (options && options.isInternalModule && transforms.has(filename)) return transforms.get(filename);
-      return passOn(super.transformFile, this, [filename, options]);
+      try {
+        return super.transformFile(filename, options);
+      } catch (e) {
+        throw ours(e);
+      }
     }
 
     _createJestObjectFor(from) {
-      const jestObject = passOn(super._createJestObjectFor, this, [from]);
+      const jestObject = super._createJestObjectFor(from); // builds an object, throws nothing
       if (untrusted(from)) {
         const rec = this._etai.rec;
         for (const name of MOCK_API) {
@@ -347,19 +377,23 @@ function guardedRuntime(Base, jestDir) {
     }
 
     _createRequireImplementation(from, options) {
-      const req = passOn(super._createRequireImplementation, this, [from, options]);
+      const req = super._createRequireImplementation(from, options); // builds functions, throws nothing
       if ((options && options.isInternalModule) || !untrusted(from.filename)) return req;
       const runtime = this;
       const wrapped = function require(id) { return req(id); };
       wrapped.resolve = req.resolve;
       wrapped.extensions = req.extensions;
       const rec = this._etai.rec;
-      wrapped.cache = new Proxy(Object.create(null), {
-        get: (_, key) => (typeof key === 'string' ? facade(runtime._moduleRegistry.get(key), rec) : undefined),
-        has: (_, key) => typeof key === 'string' && !isProtected(key) && runtime._moduleRegistry.has(key),
-        ownKeys: () => Array.from(runtime._moduleRegistry.keys()).filter((k) => !isProtected(k)),
-        getOwnPropertyDescriptor: () => ({ configurable: true, enumerable: true }),
-        defineProperty: () => true, deleteProperty: () => true, set: () => true,
+      let cache = null; // made on first use: few modules ever look
+      defineProperty(wrapped, 'cache', {
+        enumerable: true,
+        get: () => cache || (cache = new Proxy(Object.create(null), {
+          get: (_, key) => (typeof key === 'string' ? facade(runtime._moduleRegistry.get(key), rec) : undefined),
+          has: (_, key) => typeof key === 'string' && !isProtected(key) && runtime._moduleRegistry.has(key),
+          ownKeys: () => Array.from(runtime._moduleRegistry.keys()).filter((k) => !isProtected(k)),
+          getOwnPropertyDescriptor: () => ({ configurable: true, enumerable: true }),
+          defineProperty: () => true, deleteProperty: () => true, set: () => true,
+        })),
       });
       defineProperty(wrapped, 'main', { enumerable: true, get: () => facade(runtime._mainModule, rec) });
       return wrapped;
@@ -368,7 +402,12 @@ function guardedRuntime(Base, jestDir) {
     // An untrusted module's function gets a view of its `module` object whose parent and main
     // show no more than the name of a protected module.
     createScriptFromCode(scriptSource, filename) {
-      const script = passOn(super.createScriptFromCode, this, [scriptSource, filename]);
+      let script;
+      try {
+        script = super.createScriptFromCode(scriptSource, filename);
+      } catch (e) {
+        throw ours(e);
+      }
       if (!untrusted(filename)) return script;
       const rec = this._etai.rec;
       return {
@@ -459,6 +498,6 @@ function install(jestDir) {
 }
 
 module.exports = {
-  WS, install, beginRun, takeRun, fileRecord, tamperIn, hostTamper, addProtected, configFiles, isProtected,
+  WS, install, beginRun, takeRun, fileRecord, tamperIn, hostTamper, checkHost, addProtected, configFiles, isProtected,
   untrusted, calledFromWorkspaceCode, isProxy,
 };
