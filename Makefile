@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,train,serve
 
-.PHONY: setup docker venv image demo test test-fast bench clean
+.PHONY: setup docker venv image demo test test-fast bench redteam clean
 
 setup: docker venv image
 
@@ -37,6 +37,10 @@ test-fast: setup
 
 bench: setup
 	$(BIN)/python bench/jest_step.py
+
+# Every red-team technique on every session (make test runs the core ones); about 10 minutes.
+redteam: setup
+	ETAI_REDTEAM=all $(BIN)/python -m pytest -q -s tests/harness/test_tamper.py
 
 clean:
 	-$(BIN)/etai sandbox prune --all

@@ -283,7 +283,7 @@ function arm(runtime, environment, config, globals, snapshotState) {
   // The classes behind what expect hands out (the asymmetric matchers' are frozen where they are
   // defined: see sourceTransforms).
   freezeChain(getPrototypeOf(snapshotState), g.Object.prototype);
-  const AssertionError = runtime.requireInternalModule(pkgFile(runtime._etai.jestDir, 'expect', 'build/index.js')).JestAssertionError;
+  const AssertionError = loaded(runtime, pkgFile(runtime._etai.jestDir, 'expect', 'build/index.js')).JestAssertionError;
   if (AssertionError) freezeChain(AssertionError.prototype, g.Error.prototype);
   // The globals the test file will call, and the functions behind them.
   for (const name of GLOBAL_NAMES) {
@@ -305,9 +305,16 @@ function arm(runtime, environment, config, globals, snapshotState) {
   addRecorder(runtime, rec);
 }
 
+// A framework module the runtime has loaded already (when it was made): read from its internal
+// registry, where requireInternalModule would resolve the path again each time.
+function loaded(runtime, file) {
+  const mod = runtime._internalModuleRegistry.get(file);
+  return mod ? mod.exports : runtime.requireInternalModule(file);
+}
+
 function runtimeExpect(runtime) {
   const circus = path.dirname(pkgFile(runtime._etai.jestDir, 'jest-circus', 'package.json'));
-  return runtime.requireInternalModule(pkgFile(circus, '@jest/expect', 'build/index.js')).jestExpect;
+  return loaded(runtime, pkgFile(circus, '@jest/expect', 'build/index.js')).jestExpect;
 }
 
 // ------------------------------------------------------------------ the record of each test
@@ -315,7 +322,7 @@ function runtimeExpect(runtime) {
 // errors. Its counter of passing assertions is kept by the amended expect (hooks.passed), over the
 // same window as Jest's own numPassingAsserts (reset when a test is done).
 function addRecorder(runtime, rec) {
-  const state = runtime.requireInternalModule(pkgFile(runtime._etai.jestDir, 'jest-circus', 'build/state.js'));
+  const state = loaded(runtime, pkgFile(runtime._etai.jestDir, 'jest-circus', 'build/state.js'));
   const counter = runtime._etai.counter;
   const byTest = new Map();
   runtime._etai.byTest = byTest;
