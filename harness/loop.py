@@ -217,7 +217,7 @@ def preflight(session: Session, oracle: Agent, *, start_sandbox: SandboxFactory)
         gold = Gold.from_outcomes([verdict.tests, again.tests], session.verify_files or base.test_files)
         return {"ok": True, "reason": None, "steps_to_green": row["steps_to_green"],
                 "passing": sorted(base.passing), "gold": gold.to_json()}
-    except (InfraError, EtaiError) as e:
+    except EtaiError as e:  # InfraError included
         raise InfraError(f"preflight of {session.session_id}: {e}") from e
     finally:
         sb.close()

@@ -393,7 +393,7 @@ function fileEnd(runtime, results) {
   const tally = (list) => {
     const m = new Map();
     for (const r of list) {
-      const key = `${r.status}\u0000${r.name !== undefined ? r.name : r.fullName}`;
+      const key = `${r.status}\u0000${r.name}`;
       m.set(key, (m.get(key) || 0) + 1);
     }
     return m;

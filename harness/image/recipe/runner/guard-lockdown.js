@@ -15,8 +15,8 @@
 //
 // Watched, not locked: Array.prototype, RegExp.prototype, Promise and its prototype, and the iterator
 // prototypes. Changing those objects in any way takes V8 off its fast paths for every array, regular
-// expression, await and for-of in the realm (measured in one process, paired: array-heavy code 2-4x slower; a mixed workload +10%
-// with RegExp.prototype frozen, +3% without). The guard reads them back instead (the `check` that
+// expression, await and for-of in the realm (measured in one process, paired: array-heavy code
+// 2-4x slower; a mixed workload +10% with RegExp.prototype frozen, +3% without). The guard reads them back instead (the `check` that
 // lockRealm returns) at every assertion result, test end and file end, and reports a change.
 // What that does not catch, a change made and undone between two of those points, is written down
 // in the README.
@@ -58,7 +58,7 @@ function hidden(g, context) {
   };
 }
 
-function lockProperty(obj, key, onTamper, label, tamed) {
+function lockProperty(obj, key, label, tamed) {
   const d = Reflect.getOwnPropertyDescriptor(obj, key);
   if (!d || !d.configurable) return;
   if ('value' in d && TAMED.has(key)) {
@@ -71,33 +71,33 @@ function lockProperty(obj, key, onTamper, label, tamed) {
   }
 }
 
-function lockAll(obj, onTamper, label, skip, tamed) {
+function lockAll(obj, label, skip, tamed) {
   if (!skip && !TAMED_ON.has(label)) {
     Object.freeze(obj);  // one call; what follows is the per-property path
     return;
   }
   for (const key of Reflect.ownKeys(obj)) {
     if (skip && skip.has(key)) continue;
-    lockProperty(obj, key, onTamper, label, tamed);
+    lockProperty(obj, key, label, tamed);
   }
 }
 
 // Lock the intrinsics of the realm whose global object is `g` (and whose vm context, if it is not
 // this realm, is `context`). Returns `check()`: the first watched member that changed since, as a
 // name, or null.
-function lockRealm(g, { onTamper = () => {}, context = null } = {}) {
+function lockRealm(g, { context = null } = {}) {
   const tamed = [];
   for (const name of CONSTRUCTORS) {
     const C = g[name];
     if (typeof C !== 'function') continue;
-    if (name !== 'Promise') lockAll(C, onTamper, name, STATICS_LEFT[name], tamed);
-    if (C.prototype && !WATCHED.has(name)) lockAll(C.prototype, onTamper, `${name}.prototype`, null, tamed);
+    if (name !== 'Promise') lockAll(C, name, STATICS_LEFT[name], tamed);
+    if (C.prototype && !WATCHED.has(name)) lockAll(C.prototype, `${name}.prototype`, null, tamed);
   }
-  for (const name of NAMESPACES) if (g[name]) lockAll(g[name], onTamper, name);
+  for (const name of NAMESPACES) if (g[name]) lockAll(g[name], name);
   const { locked, watched } = hidden(g, context);
-  for (const obj of locked) lockAll(obj, onTamper, 'intrinsic');
-  for (const key of SPYABLE_EXCEPT.Math) lockProperty(g.Math, key, onTamper, 'Math', tamed);
-  for (const key of SPYABLE_EXCEPT['Date.prototype']) lockProperty(g.Date.prototype, key, onTamper, 'Date.prototype', tamed);
+  for (const obj of locked) lockAll(obj, 'intrinsic');
+  for (const key of SPYABLE_EXCEPT.Math) lockProperty(g.Math, key, 'Math', tamed);
+  for (const key of SPYABLE_EXCEPT['Date.prototype']) lockProperty(g.Date.prototype, key, 'Date.prototype', tamed);
   // Pollution of Object.prototype or Function.prototype with new names changes every optional-field
   // read in the framework (`if (options.failing)`), so those two take no new properties.
   Object.preventExtensions(g.Object.prototype);

@@ -201,7 +201,7 @@ function lockHost() {
     [getPrototypeOf(agen), 'AsyncGeneratorFunction'], [getPrototypeOf(afn), 'AsyncFunction']]) {
     defineProperty(proto, 'constructor', { value: noCodegen(name), writable: true, configurable: true });
   }
-  hostCheck = lockRealm(globalThis, { onTamper: hostTamper });
+  hostCheck = lockRealm(globalThis);
   Object.freeze(siteProto);
   // The global bindings of the intrinsics: Node's stack formatting reads globalThis.Error.
   for (const name of ['Error', 'Object', 'Array', 'Function', 'Promise', 'Reflect', 'JSON', 'Symbol', 'Map', 'Set',
@@ -271,8 +271,7 @@ function guardedRuntime(Base, jestDir) {
       this._etai = { rec, jestDir, copies: new Map() };
       this._etai.hooks = framework.hooks(this, workspaceCaller);
       const g = this._environment.global;
-      this._etai.check = lockRealm(g, { onTamper: (what) => tamperIn(rec, `${what} (test context)`),
-        context: this._environment.getVmContext() });
+      this._etai.check = lockRealm(g, { context: this._environment.getVmContext() });
       checkHost();
       const proc = g.process;
       if (proc) {
