@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import posixpath
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,6 +120,59 @@ def _get(obj: dict, key: str, typ, where: str, probs: _Problems, path: str, *, r
     return val
 
 
+def decode_utf8(raw: bytes) -> str:
+    """``raw`` as text, or ValueError naming the first byte that is not UTF-8 and its offset."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
+
+
+def text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The numbered lines of a UTF-8 file; InputError naming ``path:line`` at a line that is not UTF-8."""
+    for n, raw in enumerate(path.read_bytes().split(b"\n"), 1):
+        try:
+            yield n, decode_utf8(raw)
+        except ValueError as e:
+            raise InputError(str(e), where=f"{path}:{n}") from None
+
+
+def _sandbox_file_problem(ws: Path, rel: str, what: str) -> str | None:
+    """Why ``rel`` is not ``what`` among the files the sandbox receives (see workspace_paths), or None.
+
+    Checked on the path as written, never through a symlink: a link to a host file exists on the host
+    only, so validating its target would accept a file the agent can never see.
+    """
+    from harness.sandbox._runner import SKIP_DIRS
+
+    norm = posixpath.normpath(rel)
+    if posixpath.isabs(norm) or norm == ".." or norm.startswith("../"):
+        return f"{rel} is outside the workspace"
+    p = ws
+    parts = norm.split("/")
+    for i, part in enumerate(parts):
+        p = p / part
+        if p.is_symlink():
+            where = "is a symlink" if i == len(parts) - 1 else f"is under a symlink ({'/'.join(parts[:i + 1])})"
+            return f"{rel} {where}, which the sandbox does not receive"
+        if part in SKIP_DIRS:
+            return f"{rel} is inside {part}, which the sandbox does not receive"
+    return None if p.is_file() else f"{rel} is not {what} of the workspace"
+
+
+def _workspace_size_problem(ws: Path, ws_rel: str) -> str | None:
+    """The sandbox's size limit, checked here so that a run never starts on a suite it cannot upload."""
+    from harness.sandbox._runner import MAX_WORKSPACE_BYTES, workspace_paths
+
+    sizes = [(p.stat().st_size, rel) for rel, p in workspace_paths(ws)]
+    total = sum(n for n, _ in sizes)
+    if total <= MAX_WORKSPACE_BYTES:
+        return None
+    biggest, name = max(sizes)
+    return (f"{ws_rel} holds {total / 2**20:.1f} MiB, over the sandbox's {MAX_WORKSPACE_BYTES >> 20} MiB "
+            f"(largest: {name}, {biggest / 2**20:.1f} MiB)")
+
+
 def _line_count_and_lengths(path: Path) -> list[int] | None:
     try:
         return [len(line) for line in path.read_text(encoding="utf-8").split("\n")]
@@ -140,9 +195,10 @@ def _cursor(obj: Any, where: str, path: str, probs: _Problems, ws: Path | None, 
     if None in (f, line, col, place):
         return None
     if ws is not None and ws.is_dir():
-        lengths = _line_count_and_lengths(ws / f)
+        problem = _sandbox_file_problem(ws, f, "a text file")
+        lengths = None if problem else _line_count_and_lengths(ws / f)
         if lengths is None:
-            probs.add(where, f"{path}.file", f"{f} is not a text file of the workspace")
+            probs.add(where, f"{path}.file", problem or f"{f} is not a text file of the workspace")
             return None
         if not 1 <= line <= len(lengths):
             probs.add(where, f"{path}.line", f"line {line} is outside {f} (1..{len(lengths)})")
@@ -176,6 +232,8 @@ def _session(obj: Any, where: str, root: Path, probs: _Problems) -> Session | No
             probs.add(where, "workspace", f"folder {ws_rel} does not exist")
         elif root.resolve() not in ws.parents:
             probs.add(where, "workspace", f"{ws_rel} is outside the suite folder")
+        elif too_big := _workspace_size_problem(ws, ws_rel):
+            probs.add(where, "workspace", too_big)
     ctx = _get(obj, "ide_context", dict, where, probs, "ide_context")
     ide = None
     if ctx is not None:
@@ -183,8 +241,8 @@ def _session(obj: Any, where: str, root: Path, probs: _Problems) -> Session | No
         for i, f in enumerate(files or []):
             if not isinstance(f, str):
                 probs.add(where, f"ide_context.open_files[{i}]", "must be a string")
-            elif ws is not None and ws.is_dir() and not (ws / f).is_file():
-                probs.add(where, f"ide_context.open_files[{i}]", f"{f} is not a file of the workspace")
+            elif ws is not None and ws.is_dir() and (problem := _sandbox_file_problem(ws, f, "a file")):
+                probs.add(where, f"ide_context.open_files[{i}]", problem)
         cur = _cursor(ctx.get("cursor_position"), where, "ide_context.cursor_position", probs, ws, placement=False) \
             if "cursor_position" in ctx else probs.add(where, "ide_context.cursor_position", "missing")
         gs = _get(ctx, "git_status", str, where, probs, "ide_context.git_status")
@@ -232,8 +290,8 @@ def _session(obj: Any, where: str, root: Path, probs: _Problems) -> Session | No
         probs.add(where, "verify.test_files", "must be a list of strings")
         vfiles = []
     for f in vfiles:
-        if ws is not None and ws.is_dir() and not (ws / f).is_file():
-            probs.add(where, "verify.test_files", f"{f} is not a file of the workspace")
+        if ws is not None and ws.is_dir() and (problem := _sandbox_file_problem(ws, f, "a file")):
+            probs.add(where, "verify.test_files", problem)
     target = _cursor(obj["cursor_target"], where, "cursor_target", probs, ws, placement=True) \
         if "cursor_target" in obj else probs.add(where, "cursor_target", "missing")
     if len(probs.items) > n_before:
@@ -259,9 +317,11 @@ def load_suite(name_or_path: str | Path) -> Suite:
     meta: dict[str, Any] = {}
     if (root / "suite.yaml").is_file():
         try:
-            meta = yaml.safe_load((root / "suite.yaml").read_text()) or {}
+            meta = yaml.safe_load(decode_utf8((root / "suite.yaml").read_bytes())) or {}
         except yaml.YAMLError as e:
             raise InputError(f"not valid YAML: {e}", where=str(root / "suite.yaml")) from None
+        except ValueError as e:
+            raise InputError(str(e), where=str(root / "suite.yaml")) from None
         if not isinstance(meta, dict):
             raise InputError("must be a mapping", where=str(root / "suite.yaml"))
     jl = root / "sessions.jsonl"
@@ -270,7 +330,12 @@ def load_suite(name_or_path: str | Path) -> Suite:
     probs = _Problems(jl)
     sessions: list[Session] = []
     seen: dict[str, int] = {}
-    for n, line in enumerate(jl.read_text(encoding="utf-8").splitlines(), 1):
+    for n, raw in enumerate(jl.read_bytes().split(b"\n"), 1):
+        try:
+            line = decode_utf8(raw)
+        except ValueError as e:
+            probs.add(f"line {n}", "encoding", str(e))
+            continue
         if not line.strip():
             continue
         try:

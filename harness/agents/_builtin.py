@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from harness.agents import AgentContext, Decision, TaskView, register
 from harness.errors import InputError
 from harness.etai_format import Action, FinalAnswer, InvalidAction
-from harness.sessions import Cursor
+from harness.sessions import Cursor, text_lines
 
 
 @dataclass
@@ -78,7 +78,7 @@ class ReplayAgent:
         self.spec = f"replay:{path}"
         self.fingerprint = hashlib.sha256(p.read_bytes()).hexdigest()[:16]
         self._rows: dict[tuple[str, int], dict[str, Any]] = {}
-        for n, line in enumerate(p.read_text().splitlines(), 1):
+        for n, line in text_lines(p):
             if not line.strip():
                 continue
             try:
