@@ -92,7 +92,10 @@ def run_episode(session: Session, agent: Agent, sample: int, *, start_sandbox: S
         row.update(status="infra_error", reason=f"agent or harness error: {type(e).__name__}: {e}")
     finally:
         if sb is not None:
-            sb.close()
+            try:
+                sb.close()
+            except InfraError:  # the engine went away after the verdict; the next run's prune removes it
+                pass
         row.setdefault("steps_used", len(row["steps"]))
         row["duration_s"] = round(time.monotonic() - t0, 3)
     return row

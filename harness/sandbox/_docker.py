@@ -37,6 +37,19 @@ def client():
         return _client
 
 
+def _engine_errors() -> tuple[type[Exception], ...]:
+    """What the SDK raises when the engine itself is gone or stops answering mid-call (requests'
+    connection errors are not docker.errors types)."""
+    import docker.errors
+    import requests.exceptions
+
+    return docker.errors.DockerException, requests.exceptions.RequestException
+
+
+def _no_engine(what: str, e: Exception) -> InfraError:
+    return InfraError(f"{what}: the Docker engine did not answer ({type(e).__name__}: {e})")
+
+
 def _labels(run_id: str | None) -> dict[str, str]:
     return {LABEL: "1", f"{LABEL}.owner_pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname(),
             f"{LABEL}.started_at": str(int(time.time())), f"{LABEL}.run_id": run_id or ""}
@@ -82,6 +95,8 @@ def create_container(image: str, limits: Limits, *, run_id: str | None = None, n
     except docker.errors.APIError as e:
         kill_and_remove(name)  # a container that was created but failed to start
         raise InfraError(f"docker could not start a sandbox: {e.explanation or e}") from e
+    except _engine_errors() as e:  # if it was created all the same, the next run's prune removes it
+        raise _no_engine("could not start a sandbox", e) from e
     _LIVE.add(name)  # removed at exit even if the caller is interrupted before its finally
     return c, name
 
@@ -96,6 +111,8 @@ def kill_and_remove(name: str) -> None:
     except docker.errors.APIError as e:
         if "already in progress" not in str(e):
             raise InfraError(f"could not remove container {name}: {e}") from e
+    except _engine_errors() as e:  # still labelled: the next run's prune removes it
+        raise _no_engine(f"could not remove container {name}", e) from e
     _LIVE.discard(name)
 
 
@@ -164,7 +181,7 @@ class Pool:
                 self._cv.notify()
                 return
         if sb is not None:
-            sb.close()
+            _close_quietly(sb)
 
     def acquire(self, workspace: Path) -> DockerSandbox:
         files = workspace_files(workspace)
@@ -180,9 +197,16 @@ class Pool:
             self._closed = True
             ready, self._ready = self._ready, []
         for sb in ready:
-            sb.close()
+            _close_quietly(sb)
         for t in self._threads:  # a start still in flight must not outlive us untracked
             t.join(timeout=60)
+
+
+def _close_quietly(sb: DockerSandbox) -> None:
+    try:
+        sb.close()
+    except InfraError:  # the engine went away; the container keeps its labels and the next run's prune removes it
+        pass
 
 
 def start(workspace: Path, *, limits: Limits, image: str | None = None, run_id: str | None = None,
@@ -197,7 +221,7 @@ def prune(*, all_owners: bool = False) -> list[str]:
     """Remove labelled containers whose owning process is gone (or every labelled one)."""
     removed = []
     host = socket.gethostname()
-    for c in client().containers.list(all=True, filters={"label": LABEL}):
+    for c in _labelled():
         labels = c.labels or {}
         pid = int(labels.get(f"{LABEL}.owner_pid", "0") or 0)
         mine_alive = labels.get(f"{LABEL}.host") == host and pid > 0 and _alive(pid)
@@ -208,7 +232,14 @@ def prune(*, all_owners: bool = False) -> list[str]:
 
 
 def leftovers() -> list[str]:
-    return [c.name for c in client().containers.list(all=True, filters={"label": LABEL})]
+    return [c.name for c in _labelled()]
+
+
+def _labelled() -> list:
+    try:
+        return client().containers.list(all=True, filters={"label": LABEL})
+    except _engine_errors() as e:
+        raise _no_engine("could not list sandboxes", e) from e
 
 
 def _alive(pid: int) -> bool:
