@@ -27,3 +27,11 @@ class InfraError(EtaiError):
 
 class SandboxDead(InfraError):
     """The sandbox's runner is gone (killed by its own code, by a deadline, or by the engine)."""
+
+
+class FolderBusy(InputError):
+    """Another live process holds the run folder's lock."""
+
+    def __init__(self, message: str, *, where: str, holder: int | None):
+        self.holder = holder
+        super().__init__(message, where=where)

@@ -4,10 +4,15 @@ Every row carries a ``cache_key``. A rerun skips keys already stored (resume); a
 SIGKILL mid-write is ignored by the loader and its key re-run; duplicate keys (a crash between
 write and bookkeeping) are dropped deterministically, first row wins. Rows whose status is
 ``infra_error`` are not terminal: a rerun retries them (research/reliability.md §5).
+
+A row is all or nothing: a write that fails (a full disk) is cut back and raised as InfraError, so
+the file never holds half a row. ``RunFolder`` gives one run at a time the folder (see there).
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -15,7 +20,10 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable
 
+from harness.errors import EtaiError, FolderBusy, InfraError, InputError
+
 RESULTS = "results.jsonl"
+LOCK = ".etai.lock"
 NON_TERMINAL = {"infra_error"}
 
 
@@ -25,17 +33,29 @@ def cache_key(*parts: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
+def storage_error(e: OSError, where: Path, what: str) -> EtaiError:
+    """A failed write as a typed error: a full or failing disk is the machine's (InfraError, exit 3);
+    anything else (read-only, no permission, not a folder) is the user's choice of place (exit 2)."""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+        return InfraError(f"{where}: {what}: {e.strerror or e}")
+    return InputError(f"{what}: {e.strerror or e}", where=str(where))
+
+
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write JSON to a temp file, fsync, then rename over ``path``: readers never see half a file."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True, default=str)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(obj, f, indent=2, sort_keys=True, default=str)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise storage_error(e, path, "cannot write") from e
 
 
 def _fsync_dir(d: Path) -> None:
@@ -105,17 +125,32 @@ class ResultStore:
         line = (json.dumps(row, sort_keys=True, default=str) + "\n").encode()
         with self._lock:
             new = not self.path.exists()
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                os.write(fd, line)  # one write of a whole line on an O_APPEND fd
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if new:
-                _fsync_dir(self.dir)
+                self._write(line, new)
+                if new:
+                    _fsync_dir(self.dir)
+            except OSError as e:
+                raise storage_error(e, self.path, "cannot write a result row") from e
             self._rows = [r for r in self._rows if r["cache_key"] != row["cache_key"]] + [row]
             if row.get("status") not in NON_TERMINAL:
                 self._terminal.add(row["cache_key"])
+
+    def _write(self, line: bytes, new: bool) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                view = memoryview(line)
+                while view:  # a whole line per call, normally; a short write (disk filling) is continued
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            except OSError:
+                os.ftruncate(fd, size)  # all or nothing: no half row for the loader to skip
+                if new:
+                    os.unlink(self.path)
+                raise
+        finally:
+            os.close(fd)
 
     def rows(self, keys: Iterable[str] | None = None) -> list[dict[str, Any]]:
         """Rows of this run; with ``keys``, only those (so a summary covers exactly this command's work)."""
@@ -123,3 +158,90 @@ class ResultStore:
             return list(self._rows)
         wanted = set(keys)
         return [r for r in self._rows if r["cache_key"] in wanted]
+
+
+class RunFolder:
+    """A run's folder, held for the run's life: ``with RunFolder(path) as folder: ...``.
+
+    The hold is an advisory lock (``flock``) on ``.etai.lock``, which names the holder's pid: a
+    second run on the same folder gets FolderBusy at once, naming it. The kernel drops a lock with
+    its process, so a lock left by a SIGKILLed or crashed run is free and simply taken over. A folder
+    that cannot be written (a file, read-only) is an InputError here, before anything runs. If this
+    run created the folder and leaves nothing in it (it stopped on bad input or a missing engine),
+    the folder goes again.
+    """
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self._made: list[Path] = []  # folders this run created, outermost first
+        self._fd: int | None = None
+
+    def __enter__(self) -> RunFolder:
+        if self.path.exists() and not self.path.is_dir():
+            raise InputError("the run folder is a file; name a folder with --out", where=str(self.path))
+        self._made = [d for d in (*reversed(self.path.parents), self.path) if not d.exists()]
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._fd = self._lock()
+        except OSError as e:
+            self._remove_if_empty()
+            raise storage_error(e, self.path, "cannot write the run folder") from e
+        except BaseException:
+            self._remove_if_empty()
+            raise
+        return self
+
+    def _lock(self) -> int:
+        lock = self.path / LOCK
+        while True:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+                os.close(fd)
+                pid = int(holder) if holder.isdigit() else None
+                raise FolderBusy(f"the run folder is in use by another etai run (pid {pid or 'unknown'}); "
+                                 "wait for it to end or choose another --out", where=str(self.path),
+                                 holder=pid) from None
+            try:  # the file locked must still be the one named (a run ending removes an empty folder's lock)
+                if os.fstat(fd).st_ino == os.stat(lock).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            os.fsync(fd)
+        except OSError:
+            os.close(fd)
+            raise
+        return fd
+
+    def __exit__(self, *exc: object) -> None:
+        fd, self._fd = self._fd, None
+        try:
+            self._remove_if_empty()
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def _remove_if_empty(self) -> None:
+        if not self._made:
+            return
+        try:
+            if set(os.listdir(self.path)) - {LOCK}:
+                return
+            (self.path / LOCK).unlink(missing_ok=True)
+        except FileNotFoundError:
+            pass  # mkdir failed part of the way: remove the parents it made
+        except OSError:
+            return
+        for d in reversed(self._made):
+            try:
+                d.rmdir()
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return

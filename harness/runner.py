@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from harness import metrics
 from harness.agents import AgentContext, from_spec
 from harness.loop import preflight, run_episode
-from harness.results import ResultStore, cache_key, write_json_atomic
+from harness.results import ResultStore, RunFolder, cache_key, write_json_atomic
 from harness.sessions import Session, Suite, load_suite
 
 
@@ -45,35 +45,64 @@ def run(suite: str | Path | Suite, agents: Sequence[str], *, k: int | None = Non
 
     ``suite="humaneval"`` asks each agent for code completions and scores them in the sandbox
     (suites/humaneval/agents.py); there k is the tool budget no longer, only ``samples`` matters.
+    Everything the caller gave is checked before anything runs (InputError); the run folder is held
+    for the run's life (``RunFolder``: a second run on it is refused).
     """
-    from harness import grading_digest, version
     from harness.errors import InputError
-    from harness.sandbox import start as start_sandbox
-    from harness.verify import Gold
 
+    samples = _at_least_one("samples", samples)
+    workers = (os.cpu_count() or 1) if workers is None else _at_least_one("workers", workers)
     if isinstance(suite, str) and suite == "humaneval":
         from suites.humaneval.agents import run_agents
 
-        return run_agents(agents, samples=samples, ks=_pass_ks(samples), out=out, workers=workers,
-                          options=options, task_ids=session_ids, progress=progress)
+        with RunFolder(out or Path("runs") / "humaneval"):
+            return run_agents(agents, samples=samples, ks=_pass_ks(samples), out=out, workers=workers,
+                              options=options, task_ids=session_ids, progress=progress)
 
     st = suite if isinstance(suite, Suite) else load_suite(suite)
-    k = int(k or st.defaults.get("k", 3))
-    max_steps = int(max_steps or st.defaults.get("max_steps", 10))
-    if k < 1 or samples < 1 or max_steps < k:
-        raise InputError(f"need k >= 1, samples >= 1 and max_steps >= k (got k={k}, samples={samples}, "
-                         f"max_steps={max_steps})")
+    k = _at_least_one("k", st.defaults.get("k", 3) if k is None else k)
+    max_steps = _at_least_one("max_steps", st.defaults.get("max_steps", 10) if max_steps is None else max_steps)
+    if max_steps < k:
+        raise InputError(f"max_steps must be at least k (got max_steps={max_steps}, k={k})")
     sessions = list(st.sessions)
     if session_ids:
         unknown = sorted(set(session_ids) - {s.session_id for s in sessions})
         if unknown:
             raise InputError(f"unknown session id(s): {', '.join(unknown)}", where="--session")
         sessions = [s for s in sessions if s.session_id in set(session_ids)]
+    from harness.sandbox import names as sandbox_names
+
+    if sandbox not in sandbox_names():
+        raise InputError(f"unknown sandbox {sandbox!r}; known: {', '.join(sandbox_names())}", where="--sandbox")
     ctx = AgentContext(st, dict(options or {}))
     agent_objs = [from_spec(spec, ctx) for spec in agents]  # bad specs fail before anything runs
+    try:
+        with RunFolder(out or Path("runs") / st.name) as folder:
+            return _run(st, sessions, agent_objs, ctx, folder.path, k=k,
+                        samples=samples, max_steps=max_steps, workers=workers, sandbox=sandbox, progress=progress)
+    finally:
+        for a in agent_objs:
+            a.close()
+
+
+def _at_least_one(name: str, value: Any) -> int:
+    from harness.errors import InputError
+
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{name} must be a whole number (got {value!r})")
+    if value < 1:
+        raise InputError(f"{name} must be at least 1 (got {value})")
+    return value
+
+
+def _run(st: Suite, sessions: list[Session], agent_objs: list, ctx: AgentContext, out: Path, *, k: int,
+         samples: int, max_steps: int, workers: int, sandbox: str, progress: bool) -> dict[str, Any]:
+    from harness import grading_digest, version
+    from harness.sandbox import start as start_sandbox
+    from harness.verify import Gold
+
     oracle = from_spec("oracle", ctx)
-    workers = max(1, workers or os.cpu_count() or 1)
-    store = ResultStore(out or Path("runs") / st.name)
+    store = ResultStore(out)
 
     image = None
     pools: list[Any] = []  # a pool of warm containers, made on the first sandbox a job needs
@@ -128,8 +157,6 @@ def run(suite: str | Path | Suite, agents: Sequence[str], *, k: int | None = Non
     finally:
         for p in pools:
             p.close()
-        for a in agent_objs:
-            a.close()
 
     rows = store.rows(keys)
     summary = {
