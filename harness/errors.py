@@ -29,6 +29,10 @@ class SandboxDead(InfraError):
     """The sandbox's runner is gone (killed by its own code, by a deadline, or by the engine)."""
 
 
+class ServerUnreachable(InfraError):
+    """A model server could not be reached (refused, reset, no route) through all of a call's retries."""
+
+
 class FolderBusy(InputError):
     """Another live process holds the run folder's lock."""
 

@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable, Iterable
 
 from harness import tools
-from harness.agents import Agent, TaskView, cursor_of
+from harness.agents import Agent, TaskView, check_available, cursor_of
 from harness.errors import EtaiError, InfraError
 from harness.etai_format import Action, FinalAnswer, InvalidAction
 from harness.sandbox import Sandbox, Status, ToolFailure
@@ -82,6 +82,7 @@ def run_episode(session: Session, agent: Agent, sample: int, *, start_sandbox: S
     row = _new_row(session, agent, sample, k, max_steps)
     sb = None
     try:
+        check_available(agent)  # a server this run already found unreachable: no sandbox, no retries
         sb = start_sandbox(session)
         _play(sb, session, agent, sample, row, k=k, max_steps=max_steps, passing=passing, gold=gold)
     except InfraError as e:

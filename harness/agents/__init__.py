@@ -54,6 +54,9 @@ class Episode(Protocol):
 
 
 class Agent(Protocol):
+    """``check_available()`` (optional) raises the agent's InfraError when it already knows it cannot
+    act (its server was found unreachable earlier in the run), so that no sandbox is started for it."""
+
     spec: str
     fingerprint: str  # what identifies the model's weights ("" for rule-based agents); in every cache key
 
@@ -88,6 +91,12 @@ def from_spec(spec: str, ctx: AgentContext) -> Agent:
     if name not in _REGISTRY:
         raise InputError(f"unknown agent {spec!r}; known: {', '.join(sorted(_REGISTRY))}", where="--agent")
     return _REGISTRY[name][0](arg if sep else None, ctx)
+
+
+def check_available(agent: Agent) -> None:
+    check = getattr(agent, "check_available", None)
+    if check is not None:
+        check()
 
 
 def cursor_of(episode: Episode) -> Cursor | None:

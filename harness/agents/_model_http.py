@@ -2,8 +2,9 @@
 
 Retried: connection refused or reset, timeouts, HTTP 408, 429 and 5xx, and a 2xx body that is not
 JSON; the wait doubles from ``backoff_s`` (``Retry-After`` is honoured, capped at ``max_backoff_s``).
-When the attempts run out the call raises InfraError naming the URL and the last problem: the loop
-records an ``infra_error`` row and the next run retries the session. Other 4xx answers are not
+When the attempts run out the call raises InfraError naming the URL and the last problem
+(ServerUnreachable when that was a failure to connect at all): the loop records an ``infra_error``
+row and the next run retries the session. Other 4xx answers are not
 retried (the same request would fail the same way): they raise HttpStatus for the caller to judge.
 """
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from http.client import HTTPException
 from typing import Any
 
-from harness.errors import InfraError
+from harness.errors import InfraError, ServerUnreachable
 
 _MAX_BODY = 64 << 20  # a chat completion is kilobytes; a runaway proxy must not fill memory
 
@@ -42,8 +43,8 @@ class HttpStatus(Exception):
 
 
 class _Retryable(Exception):
-    def __init__(self, problem: str, retry_after: float | None = None):
-        self.retry_after = retry_after
+    def __init__(self, problem: str, retry_after: float | None = None, *, unreachable: bool = False):
+        self.retry_after, self.unreachable = retry_after, unreachable
         super().__init__(problem)
 
 
@@ -57,7 +58,7 @@ def request_json(method: str, url: str, body: Any | None, *, headers: dict[str, 
             return _once(method, url, data, headers, policy.timeout_s)
         except _Retryable as e:
             if attempt + 1 == attempts:
-                raise InfraError(f"{url}: {e} (gave up after {attempts} attempt(s) in "
+                raise (ServerUnreachable if e.unreachable else InfraError)(f"{url}: {e} (gave up after {attempts} attempt(s) in "
                                  f"{time.monotonic() - t0:.1f}s; the session is retried on the next run)") from None
             wait = e.retry_after if e.retry_after is not None else policy.backoff_s * 2 ** attempt
             sleep(min(wait, policy.max_backoff_s) * (1 + 0.1 * random.random()))  # jitter: no lockstep herd
@@ -81,11 +82,12 @@ def _once(method: str, url: str, data: bytes | None, headers: dict[str, str], ti
         reason = e.reason
         if isinstance(reason, (socket.timeout, TimeoutError)):
             raise _Retryable(f"no answer within {timeout_s:g}s (timeout)") from None
-        raise _Retryable(f"unreachable ({reason})") from None
+        raise _Retryable(f"unreachable ({reason})", unreachable=True) from None
     except TimeoutError:
         raise _Retryable(f"no answer within {timeout_s:g}s (timeout)") from None
     except (ConnectionError, HTTPException, OSError) as e:
-        raise _Retryable(f"connection failed ({type(e).__name__}: {e})") from None
+        raise _Retryable(f"connection failed ({type(e).__name__}: {e})",
+                         unreachable=not isinstance(e, HTTPException)) from None
     try:
         return _from_sse(raw) if raw.lstrip().startswith(b"data:") else json.loads(raw)
     except ValueError:

@@ -19,7 +19,10 @@ Environment (options from the API override them: timeout_s, max_retries, backoff
   ETAI_OPENAI_PROTOCOL                       auto (default) | tools | text
 
 An unreachable or failing server raises InfraError from ``act`` after the retries: the row is
-``infra_error`` and the next run retries the session. Requests run concurrently from the runner's
+``infra_error`` and the next run retries the session. A server found unreachable (no connection at
+all through every retry) is not tried again in this run: the agent's later calls and
+``check_available`` raise ServerUnreachable at once, so the rest of its rows take seconds, not
+minutes of retries each (a circuit breaker; the next run tries again). Requests run concurrently from the runner's
 worker threads; the server batches them (vLLM and TGI do so continuously).
 """
 
@@ -41,7 +44,7 @@ from harness.agents._model_chat import (
 )
 from harness.agents._model_common import Generation, env_first, step_seed, tool_names_of
 from harness.agents._model_http import HttpStatus, RetryPolicy, request_json
-from harness.errors import InfraError, InputError
+from harness.errors import InfraError, InputError, ServerUnreachable
 from harness.etai_format import STOP_MARKERS, InvalidAction
 
 PROTOCOLS = ("auto", "tools", "text")
@@ -71,6 +74,7 @@ class OpenAIAgent:
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._model = model
         self._lock = threading.Lock()
+        self._unreachable: ServerUnreachable | None = None  # the breaker: open once set
 
     # --------------------------------------------------------------------------- Agent
     def start(self, task: TaskView, sample: int) -> ChatEpisode:
@@ -94,9 +98,18 @@ class OpenAIAgent:
                     raise InfraError(f"{self.base_url}/models lists no model; name one: {self.spec}#MODEL") from None
             return self._model
 
+    def check_available(self) -> None:
+        if self._unreachable is not None:
+            raise ServerUnreachable(f"{self.base_url} was found unreachable earlier in this run "
+                                    f"({self._unreachable}); not tried again until the next run")
+
     def _call(self, method: str, path: str, body: Any) -> Any:
+        self.check_available()
         try:
             return request_json(method, self.base_url + path, body, headers=self._headers, policy=self.policy)
+        except ServerUnreachable as e:
+            self._unreachable = self._unreachable or e
+            raise
         except HttpStatus as e:
             if e.status in (401, 403):
                 raise InfraError(f"{self.base_url}{path}: {e} (set ETAI_OPENAI_API_KEY or OPENAI_API_KEY)") from None
