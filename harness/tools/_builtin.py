@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import base64
+import json
+import posixpath
 from typing import Any
 
 from harness import jest
+from harness.sandbox import ToolFailure
 from harness.tools import Tool, register
 
 _PATH = {"type": "string", "minLength": 1, "description": "path relative to the workspace root"}
+
+
+def _inside(rel: str) -> str:
+    """Refuse a path that leaves the workspace, in the runner's words (Jest itself would just find no test)."""
+    norm = posixpath.normpath(rel)
+    if norm.startswith("/") or norm == ".." or norm.startswith("../"):
+        raise ToolFailure(f"path {json.dumps(rel, ensure_ascii=False)} leaves the workspace")
+    return rel
 
 
 def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -16,7 +27,7 @@ def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 
 def _jest_run(sb, args):
-    files = [args["test_file"]] if args.get("test_file") else None
+    files = [_inside(args["test_file"])] if args.get("test_file") else None
     timeout = float(args.get("timeout_s", sb.limits.timeout_s))
     answer = sb.request("jest", {"test_files": files, "name_pattern": args.get("name_pattern"),
                                  "timeout_ms": int(timeout * 1000), "output_cap": sb.limits.output_cap},

@@ -193,6 +193,14 @@ def test_symlink_out_of_the_workspace_is_refused(tmp_path):
         assert w.status == "error" and "leaves the workspace" in w.error
 
 
+def test_jest_run_outside_the_workspace_is_the_error_other_tools_give(tmp_path):
+    with sandbox.start("local", hostile(tmp_path, GOOD_TEST), limits=LIMITS) as sb:
+        for path in ("../outside.test.js", "/etc/passwd", "tests/../../x.test.js"):
+            r = tools.call(sb, "jest_run", {"test_file": path})
+            assert (r.status, r.error) == ("error", tools.call(sb, "file_read", {"file": path}).error)
+            assert "leaves the workspace" in r.error
+
+
 def test_host_symlinks_in_a_workspace_are_not_uploaded(tmp_path, image):
     root = hostile(tmp_path, GOOD_TEST)
     os.symlink("/etc/hostname", root / "leak.txt")
