@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,27 @@ def write_project(root: Path, files: dict[str, str], jest_config: dict | None = 
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
     return root
+
+
+BUNDLED = Path(__file__).resolve().parents[1] / "suites" / "jest-bugfix"
+
+
+def copy_suite(root: Path, ids: list[str], mutate=None) -> Path:
+    """A suite at ``root`` holding the bundled sessions ``ids`` (each passed through ``mutate`` if given)."""
+    lines = []
+    for line in (BUNDLED / "sessions.jsonl").read_text(encoding="utf-8").splitlines():
+        s = json.loads(line)
+        if s["session_id"] in ids:
+            shutil.copytree(BUNDLED / s["workspace"], root / s["workspace"])
+            lines.append(json.dumps(mutate(copy.deepcopy(s)) if mutate else s))
+    (root / "sessions.jsonl").write_text("\n".join(lines) + "\n")
+    return root
+
+
+@pytest.fixture
+def make_suite():
+    """The suite writer: make_suite(root, session_ids, mutate=None)."""
+    return copy_suite
 
 
 @pytest.fixture

@@ -136,6 +136,34 @@ def test_server_down_is_infra_error_naming_the_url():
     assert time.monotonic() - t0 < 5
 
 
+def test_unreachable_server_is_tried_once_per_run():
+    """A circuit breaker: once a server failed every retry unreachable, the agent's later calls fail at once."""
+    from harness.agents import check_available
+    from harness.errors import ServerUnreachable
+
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    agent = _agent(url)
+    check_available(agent)  # nothing known yet
+    with pytest.raises(ServerUnreachable, match="gave up after 3 attempt"):
+        agent.start(_task(0), 0).act([])
+    t0 = time.monotonic()
+    for i in (1, 2):
+        with pytest.raises(ServerUnreachable, match=f"{url} was found unreachable earlier in this run"):
+            agent.start(_task(i), 0).act([])
+    with pytest.raises(ServerUnreachable):
+        check_available(agent)
+    assert time.monotonic() - t0 < 0.05
+    # a server answering with errors is not unreachable: the breaker stays closed
+    server = ScriptedServer([(500, {"error": {"message": "CUDA out of memory"}}, 0)])
+    with serve(server) as url2:
+        other = _agent(url2, max_retries=0)
+        for _ in range(2):
+            with pytest.raises(InfraError, match="HTTP 500"):
+                other.start(_task(), 0).act([])
+        check_available(other)
+    assert len(server.requests) == 2
+
+
 def test_500_then_200_is_retried_and_succeeds():
     server = ScriptedServer([(500, {"error": {"message": "overloaded"}}, 0),
                              (503, "Service Unavailable", 0),

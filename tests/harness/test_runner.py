@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -20,7 +17,6 @@ from harness.results import read_rows
 from harness.sandbox import _docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-BUNDLED = Path(__file__).resolve().parents[2] / "suites" / "jest-bugfix"
 SOME = ["profile-display-name-null", "paginate-page-size-off-by-one", "checkout-missing-await",
         "semver-unescaped-dot", "duration-seconds-padding", "retry-default-attempts"]
 
@@ -92,26 +88,14 @@ def test_ctrl_c_removes_containers_and_keeps_rows(tmp_path):
     assert rows and all(r["status"] == "passed" for r in rows)  # no half-killed episode written as a result
 
 
-def _suite_copy(tmp_path: Path, ids: list[str], mutate=None) -> Path:
-    root = tmp_path / "suite"
-    lines = []
-    for line in (BUNDLED / "sessions.jsonl").read_text(encoding="utf-8").splitlines():
-        s = json.loads(line)
-        if s["session_id"] in ids:
-            shutil.copytree(BUNDLED / s["workspace"], root / s["workspace"])
-            lines.append(json.dumps(mutate(copy.deepcopy(s)) if mutate else s))
-    (root / "sessions.jsonl").write_text("\n".join(lines) + "\n")
-    return root
-
-
-def test_reference_broken_is_reported_and_excluded(tmp_path, capsys):
+def test_reference_broken_is_reported_and_excluded(tmp_path, capsys, make_suite):
     def break_it(s):
         if s["session_id"] == "semver-unescaped-dot":  # the "fix" edits a comment instead of the regex
             s["execution_trace"] = [{"step": 1, "tool_called": "file_read", "tool_args": {"file": "src/semver.js"},
                                      "execution_result": {}}]
         return s
 
-    root = _suite_copy(tmp_path, ["semver-unescaped-dot", "retry-default-attempts"], break_it)
+    root = make_suite(tmp_path / "suite", ["semver-unescaped-dot", "retry-default-attempts"], break_it)
     assert main(["run", "--suite", str(root), "--agent", "oracle", "--out", str(tmp_path / "r"), "--json",
                  "--no-progress"]) == 0
     m = json.loads(capsys.readouterr().out)["agents"]["oracle"]
@@ -119,9 +103,9 @@ def test_reference_broken_is_reported_and_excluded(tmp_path, capsys):
     assert m["n_valid"] == 1 and m["path_accuracy"]["3"] == 1.0  # 1 of 1 valid, not 1 of 2
 
 
-def test_replay_agent_counts_invalid_actions(tmp_path, capsys):
+def test_replay_agent_counts_invalid_actions(tmp_path, capsys, make_suite):
     sid = "duration-seconds-padding"
-    root = _suite_copy(tmp_path, [sid])
+    root = make_suite(tmp_path / "suite", [sid])
     ref = json.loads((root / "sessions.jsonl").read_text())["execution_trace"]
     replay = tmp_path / "replay.jsonl"
     good = [{"tool": st["tool_called"], "args": st["tool_args"]} for st in ref]
