@@ -49,6 +49,7 @@ def run(suite: str | Path | Suite, agents: Sequence[str], *, k: int | None = Non
     for the run's life (``RunFolder``: a second run on it is refused).
     """
     from harness.errors import InputError
+    from harness.sandbox import names as sandbox_names
 
     samples = _at_least_one("samples", samples)
     workers = (os.cpu_count() or 1) if workers is None else _at_least_one("workers", workers)
@@ -70,8 +71,6 @@ def run(suite: str | Path | Suite, agents: Sequence[str], *, k: int | None = Non
         if unknown:
             raise InputError(f"unknown session id(s): {', '.join(unknown)}", where="--session")
         sessions = [s for s in sessions if s.session_id in set(session_ids)]
-    from harness.sandbox import names as sandbox_names
-
     if sandbox not in sandbox_names():
         raise InputError(f"unknown sandbox {sandbox!r}; known: {', '.join(sandbox_names())}", where="--sandbox")
     ctx = AgentContext(st, dict(options or {}))

@@ -268,17 +268,17 @@ def test_full_disk_on_out_stops_the_run_exit_3_and_a_rerun_completes(tmp_path, t
     finally:
         os.close(fd)
     os.truncate(filler, filler.stat().st_size - 4096)
-    p = _etai(_run_args(out, sessions=THREE[:2]))
+    p = _etai(_run_args(out))
     stdout, stderr = p.communicate(timeout=300)
     assert p.returncode == 3, stderr
     assert "No space left on device" in stderr and "results.jsonl" in stderr and "Traceback" not in stderr
     assert sorted(os.listdir(out)) == [LOCK], "no torn row, no empty results file, no temp file"
 
     filler.unlink()
-    p2 = _etai(_run_args(out, sessions=THREE[:2]))
+    p2 = _etai(_run_args(out))
     _, stderr2 = p2.communicate(timeout=300)
     assert p2.returncode == 0, stderr2
-    assert sorted(r["status"] for r in read_rows(out / "results.jsonl")) == ["passed", "passed"]
+    assert [r["status"] for r in read_rows(out / "results.jsonl")] == ["passed"]
 
 
 # ---------------------------------------------------------------------------- bad input
