@@ -135,7 +135,8 @@ def _run(st: Suite, sessions: list[Session], agent_objs: list, ctx: AgentContext
                     keys.append(key)
                     if store.has(key):
                         continue
-                    base = {"cache_key": key, "suite": st.name, "harness_version": version(), "image": image}
+                    base = {"cache_key": key, "suite": st.name, "session_hash": s.content_hash,
+                            "harness_version": version(), "image": image}
                     if s.session_id in broken:
                         store.append({**base, "session_id": s.session_id, "agent": agent.spec, "sample": sample,
                                       "status": "reference_broken", "reason": broken[s.session_id],
