@@ -2,9 +2,9 @@
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,train,serve
+EXTRAS ?= dev,train,serve,report
 
-.PHONY: setup docker venv image demo test test-fast bench redteam clean
+.PHONY: setup docker venv image browser demo test test-fast bench redteam clean
 
 setup: docker venv image
 
@@ -22,12 +22,16 @@ $(VENV)/.installed-$(subst /,_,$(EXTRAS)): pyproject.toml
 image: docker venv
 	$(BIN)/etai image build
 
+# Debian's chromium, for the test that opens an `etai report` page in a real browser.
+browser:
+	bash scripts/ensure-browser
+
 # The main job: replay the bundled suite with the reference agent and the do-nothing agent.
 demo: setup
 	$(BIN)/etai run --suite jest-bugfix --agent oracle --agent noop --out runs/demo
 
 # pytest's exit 5 ("no tests ran") is a failure, never a pass.
-test: setup
+test: setup browser
 	$(BIN)/etai sandbox prune
 	$(BIN)/python -m pytest -q; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests ran: failing" >&2; exit 1; fi; exit $$rc

@@ -79,7 +79,7 @@ def _plugins() -> list[Callable]:
     """Subcommands that live beside the harness; each module adds its own parser."""
     out = []
     for mod, attr in (("harness.cli_run", "add_parsers"), ("suites.humaneval.cli", "add_parser"),
-                      ("finetune.cli", "add_parser")):
+                      ("finetune.cli", "add_parser"), ("reports.cli", "add_parsers")):
         try:
             module = __import__(mod, fromlist=[attr])
         except ImportError as e:

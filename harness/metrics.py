@@ -81,6 +81,19 @@ def pixel(line: int, column: int, vp: dict[str, Any]) -> tuple[float, float]:
     return x, y
 
 
+def row_cursor(r: Row) -> dict[str, Any] | None:
+    """One row's cursor outcome: None without a cursor (no prediction and no edit), else
+    ``wrong_file`` and, in the right file, pixel error, line error and whether the placement matches."""
+    c, t, vp = r.get("cursor"), r.get("cursor_target"), r.get("viewport") or {}
+    if not c or not t:
+        return None
+    if c["file"] != t["file"]:
+        return {"wrong_file": True, "px": None, "line_error": None, "placement_ok": None}
+    (x1, y1), (x2, y2) = pixel(c["line"], c["column"], vp), pixel(t["line"], t["column"], vp)
+    return {"wrong_file": False, "px": math.hypot(x1 - x2, y1 - y2), "line_error": abs(c["line"] - t["line"]),
+            "placement_ok": c.get("placement", "before") == t.get("placement", "before")}
+
+
 def cursor_error(rows: Sequence[Row]) -> dict[str, Any]:
     """Cursor prediction vs target: pixel and line error (same file), placement accuracy, wrong-file rate.
 
@@ -92,17 +105,15 @@ def cursor_error(rows: Sequence[Row]) -> dict[str, Any]:
     wrong = 0
     missing = 0
     for r in valid(rows):
-        c, t, vp = r.get("cursor"), r.get("cursor_target"), r.get("viewport") or {}
-        if not c or not t:
+        one = row_cursor(r)
+        if one is None:
             missing += 1
-            continue
-        if c["file"] != t["file"]:
+        elif one["wrong_file"]:
             wrong += 1
-            continue
-        (x1, y1), (x2, y2) = pixel(c["line"], c["column"], vp), pixel(t["line"], t["column"], vp)
-        px.append(math.hypot(x1 - x2, y1 - y2))
-        lines.append(abs(c["line"] - t["line"]))
-        placement.append(c.get("placement", "before") == t.get("placement", "before"))
+        else:
+            px.append(one["px"])
+            lines.append(one["line_error"])
+            placement.append(one["placement_ok"])
     n = len(px) + wrong
     return {
         "n": n, "n_missing": missing,

