@@ -8,7 +8,7 @@ here equal the run's summary.json on the same rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -135,7 +135,6 @@ class Comparison:
     statuses: pd.DataFrame
     steps_to_green: pd.DataFrame
     training: pd.DataFrame
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def table(self) -> pd.DataFrame:
         """The per-arm table: one row per arm, point estimates and interval bounds as columns."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -184,5 +183,5 @@ FIGURES: list[tuple[str, str, Callable[[Comparison], bytes]]] = [
 ]
 
 
-def draw_all(c: Comparison) -> dict[str, Any]:
+def draw_all(c: Comparison) -> dict[str, bytes]:
     return {fid: draw(c) for fid, _, draw in FIGURES}
