@@ -67,6 +67,20 @@ def project(tmp_path: Path) -> Path:
                                               "src/str.js": STR_JS, "tests/str.test.js": STR_TEST})
 
 
+def sandboxes_of(pid: int) -> list[str]:
+    """The sandbox containers a run (its process id) left, on an engine other work may share."""
+    from harness.sandbox import _docker
+
+    return [c.name for c in _docker.client().containers.list(all=True, filters={"label": f"etai.owner_pid={pid}"})]
+
+
+@pytest.fixture
+def containers_of():
+    """containers_of(pid): the sandboxes one etai process left. Tests check only their own runs; the
+    global count is CI's final check (.ci/run), where nothing else runs."""
+    return sandboxes_of
+
+
 @pytest.fixture(scope="session")
 def image() -> str:
     """The real sandbox image (built if missing). No Docker engine is an error here, never a skip."""

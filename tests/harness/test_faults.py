@@ -151,15 +151,9 @@ def _engine_socket() -> str:
     return host[len("unix://"):]
 
 
-def _containers_of(pid: int) -> list[str]:
-    from harness.sandbox import _docker
-
-    return [c.name for c in _docker.client().containers.list(all=True, filters={"label": f"etai.owner_pid={pid}"})]
-
-
 @pytest.mark.docker
 @pytest.mark.slow
-def test_engine_stopped_mid_run_gives_infra_error_rows_exit_3_and_a_rerun_completes(tmp_path):
+def test_engine_stopped_mid_run_gives_infra_error_rows_exit_3_and_a_rerun_completes(tmp_path, containers_of):
     sock_dir = Path(tempfile.mkdtemp(prefix="etai-engine-", dir="/tmp"))  # unix socket paths are short
     proxy = EngineProxy(sock_dir / "docker.sock", _engine_socket())
     proxy.up()
@@ -187,7 +181,7 @@ def test_engine_stopped_mid_run_gives_infra_error_rows_exit_3_and_a_rerun_comple
         _, stderr2 = p2.communicate(timeout=300)
         assert p2.returncode == 0, stderr2
         assert sorted(r["status"] for r in read_rows(out / "results.jsonl")) == ["passed"] * 3
-        assert _containers_of(p.pid) == [], "the rerun's prune removed what the outage left running"
+        assert containers_of(p.pid) == [], "the rerun's prune removed what the outage left running"
     finally:
         if proxy._server is not None:
             proxy.down()

@@ -14,7 +14,6 @@ import pytest
 
 from harness.cli import main
 from harness.results import read_rows
-from harness.sandbox import _docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 SOME = ["profile-display-name-null", "paginate-page-size-off-by-one", "checkout-missing-await",
@@ -50,7 +49,7 @@ def test_oracle_and_noop_on_the_bundled_suite(tmp_path, capsys):
     assert len(read_rows(out / "results.jsonl")) == len(rows)
 
 
-def test_sigkill_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path):
+def test_sigkill_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path, containers_of):
     out = tmp_path / "run"
     args = ["run", "--suite", "jest-bugfix", "--agent", "oracle", "--agent", "noop", "--out", str(out),
             "--workers", "1", "--no-progress", *[a for s in SOME for a in ("--session", s)]]
@@ -70,10 +69,11 @@ def test_sigkill_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path):
     keys = Counter(r["cache_key"] for r in raw)
     assert len(keys) == 2 * len(SOME) and set(keys.values()) == {1}, "every row exactly once"
     assert {(r["session_id"], r["agent"]) for r in raw} == {(s, a) for s in SOME for a in ("oracle", "noop")}
-    assert not [n for n in _docker.leftovers()], "the rerun's reaper removed the killed run's containers"
+    assert containers_of(p.pid) == [], "the rerun's reaper removed the killed run's containers"
+    assert containers_of(p2.pid) == []
 
 
-def test_ctrl_c_removes_containers_and_keeps_rows(tmp_path):
+def test_ctrl_c_removes_containers_and_keeps_rows(tmp_path, containers_of):
     out = tmp_path / "run"
     p = _etai("run", "--suite", "jest-bugfix", "--agent", "oracle", "--out", str(out), "--workers", "2",
               "--no-progress")
@@ -83,7 +83,7 @@ def test_ctrl_c_removes_containers_and_keeps_rows(tmp_path):
     os.killpg(p.pid, signal.SIGINT)
     assert p.wait(timeout=120) == 130
     assert "interrupted" in p.stderr.read()
-    assert _docker.leftovers() == []
+    assert containers_of(p.pid) == []
     rows = read_rows(out / "results.jsonl")
     assert rows and all(r["status"] == "passed" for r in rows)  # no half-killed episode written as a result
 
