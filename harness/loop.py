@@ -16,7 +16,7 @@ from harness import tools
 from harness.agents import Agent, TaskView, check_available, cursor_of
 from harness.errors import EtaiError, InfraError
 from harness.etai_format import Action, FinalAnswer, InvalidAction
-from harness.sandbox import Sandbox, Status, ToolFailure
+from harness.sandbox import Sandbox, Status, ToolFailure, close_quietly
 from harness.sessions import Cursor, Session
 from harness.verify import Gold, Verdict, take_baseline, verify
 
@@ -93,10 +93,7 @@ def run_episode(session: Session, agent: Agent, sample: int, *, start_sandbox: S
         row.update(status="infra_error", reason=f"agent or harness error: {type(e).__name__}: {e}")
     finally:
         if sb is not None:
-            try:
-                sb.close()
-            except InfraError:  # the engine went away after the verdict; the next run's prune removes it
-                pass
+            close_quietly(sb)  # the engine gone after the verdict does not change the row
         row.setdefault("steps_used", len(row["steps"]))
         row["duration_s"] = round(time.monotonic() - t0, 3)
     return row

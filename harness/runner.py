@@ -49,15 +49,15 @@ def run(suite: str | Path | Suite, agents: Sequence[str], *, k: int | None = Non
     for the run's life (``RunFolder``: a second run on it is refused).
     """
     from harness.errors import InputError
-    from harness.sandbox import names as sandbox_names
+    from harness.sandbox import require_kind
 
     samples = _at_least_one("samples", samples)
     workers = (os.cpu_count() or 1) if workers is None else _at_least_one("workers", workers)
     if isinstance(suite, str) and suite == "humaneval":
         from suites.humaneval.agents import run_agents
 
-        with RunFolder(out or Path("runs") / "humaneval"):
-            return run_agents(agents, samples=samples, ks=_pass_ks(samples), out=out, workers=workers,
+        with RunFolder(out or Path("runs") / "humaneval") as folder:
+            return run_agents(agents, samples=samples, ks=_pass_ks(samples), out=folder.path, workers=workers,
                               options=options, task_ids=session_ids, progress=progress)
 
     st = suite if isinstance(suite, Suite) else load_suite(suite)
@@ -71,8 +71,7 @@ def run(suite: str | Path | Suite, agents: Sequence[str], *, k: int | None = Non
         if unknown:
             raise InputError(f"unknown session id(s): {', '.join(unknown)}", where="--session")
         sessions = [s for s in sessions if s.session_id in set(session_ids)]
-    if sandbox not in sandbox_names():
-        raise InputError(f"unknown sandbox {sandbox!r}; known: {', '.join(sandbox_names())}", where="--sandbox")
+    require_kind(sandbox)
     ctx = AgentContext(st, dict(options or {}))
     agent_objs = [from_spec(spec, ctx) for spec in agents]  # bad specs fail before anything runs
     try:

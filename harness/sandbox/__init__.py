@@ -99,14 +99,30 @@ def names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def start(kind: str, workspace: Path | str, *, limits: Limits | None = None, **kw: Any) -> Sandbox:
-    """Start a sandbox of ``kind`` with a copy of ``workspace``; the caller must ``close()`` it."""
+def require_kind(kind: str) -> None:
+    """InputError unless ``kind`` is a registered sandbox (a run checks this before anything starts)."""
     _load_builtins()
     if kind not in _REGISTRY:
         from harness.errors import InputError
 
-        raise InputError(f"unknown sandbox {kind!r}; known: {', '.join(sorted(_REGISTRY))}")
+        raise InputError(f"unknown sandbox {kind!r}; known: {', '.join(sorted(_REGISTRY))}", where="--sandbox")
+
+
+def start(kind: str, workspace: Path | str, *, limits: Limits | None = None, **kw: Any) -> Sandbox:
+    """Start a sandbox of ``kind`` with a copy of ``workspace``; the caller must ``close()`` it."""
+    require_kind(kind)
     return _REGISTRY[kind].start(Path(workspace), limits=limits or Limits(), **kw)
+
+
+def close_quietly(sb: Sandbox) -> None:
+    """Close a sandbox whose outcome is already known. An engine gone by now is not that outcome's
+    failure: the container keeps its labels and the next run's prune removes it."""
+    from harness.errors import InfraError
+
+    try:
+        sb.close()
+    except InfraError:
+        pass
 
 
 def _load_builtins() -> None:

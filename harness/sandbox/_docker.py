@@ -19,7 +19,7 @@ from pathlib import Path
 
 from harness import image as _image
 from harness.errors import InfraError
-from harness.sandbox import Limits, register
+from harness.sandbox import Limits, close_quietly, register
 from harness.sandbox._runner import RunnerSandbox, jest_hosts, workspace_files
 
 LABEL = "etai"
@@ -181,7 +181,7 @@ class Pool:
                 self._cv.notify()
                 return
         if sb is not None:
-            _close_quietly(sb)
+            close_quietly(sb)
 
     def acquire(self, workspace: Path) -> DockerSandbox:
         files = workspace_files(workspace)
@@ -197,16 +197,9 @@ class Pool:
             self._closed = True
             ready, self._ready = self._ready, []
         for sb in ready:
-            _close_quietly(sb)
+            close_quietly(sb)
         for t in self._threads:  # a start still in flight must not outlive us untracked
             t.join(timeout=60)
-
-
-def _close_quietly(sb: DockerSandbox) -> None:
-    try:
-        sb.close()
-    except InfraError:  # the engine went away; the container keeps its labels and the next run's prune removes it
-        pass
 
 
 def start(workspace: Path, *, limits: Limits, image: str | None = None, run_id: str | None = None,
