@@ -3,12 +3,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 
-from harness import image
+import pytest
+
+from harness import image, jest
 from harness.jest import TestOutcome
-from harness.verify import Gold, _gold_problem, is_protected, protected_paths
+from harness.sandbox import Limits, Status
+from harness.verify import (
+    CONFIG_FILES,
+    Baseline,
+    Gold,
+    Verdict,
+    _gold_problem,
+    is_protected,
+    protected_paths,
+    take_baseline,
+    verify,
+)
 
 F = "tests/a.test.js"
 
@@ -60,3 +74,300 @@ def test_protected_paths_add_the_listed_and_the_usual_config_names():
     got = protected_paths(["src/a.js", "tests/a.test.js"], ["setup/jest.setup.js"])
     assert "tests/a.test.js" in got and "setup/jest.setup.js" in got and "jest.config.js" in got
     assert "src/a.js" not in got
+
+
+# ------------------------------------------------------------------------------ verify() on canned runner answers
+# Why a fake sandbox: verify() only talks to the in-sandbox runner through Sandbox.request, and the
+# real Docker path is covered end to end by test_tamper.py, test_hostile.py and the Docker test
+# below. Mutation testing runs these tests hundreds of times, so each check of verify() gets a test
+# here that runs in milliseconds, with the runner's answers written out by hand.
+
+W = "tests/w.test.js"  # a verification file
+O = "tests/o.test.js"  # another test file of the workspace (not verified)
+CLEAN = {"package.json": "pkg-hash", W: "w-hash", O: "o-hash"}  # protected file -> sha256 (None: absent)
+
+
+def _jest_answer(tests: dict[str, list[tuple[str, str]]], *, evidence: str = "nonce", expected=None,
+                 reason: str | None = None, guard_tamper=(), asserts: int = 1) -> dict:
+    """The runner's `jest` answer for ``tests`` ({file: [(name, status)]}), guard record included."""
+    if evidence != "nonce":
+        return {"evidence": evidence, "reason": reason, "duration_ms": 7}
+    results = [{"file": f, "execError": None,
+                "tests": [{"name": n, "status": s, "failureMessages": [f"Error: {n} broke"] if s == "failed" else []}
+                          for n, s in ts]} for f, ts in tests.items()]
+    flat = [s for ts in tests.values() for _, s in ts]
+    n_failed = flat.count("failed")
+    return {"evidence": "nonce", "workspace": "/w", "duration_ms": 7,
+            "expected_files": list(tests) if expected is None else expected,
+            "report": {"success": n_failed == 0, "numTotalTestSuites": len(tests), "numTotalTests": len(flat),
+                       "numPassedTests": flat.count("passed"), "numFailedTests": n_failed, "numPendingTests": 0,
+                       "testResults": results},
+            "guard": {"tamper": list(guard_tamper),
+                      "files": {f: {"checked": True, "tamper": [],
+                                    "tests": [{"name": n, "status": s, "asserts": asserts} for n, s in ts]}
+                                for f, ts in tests.items()}}}
+
+
+class FakeSandbox:
+    """A Sandbox whose runner answers from dicts: ``files`` (path -> hash, every file of the
+    workspace) and ``jest`` (the answer of the next full run). Records each request."""
+
+    kind, image = "fake", None
+
+    def __init__(self, files: dict[str, str], jest_answer: dict, *, test_files=(W, O), config_files=(),
+                 limits: Limits | None = None):
+        self.files, self.jest = dict(files), jest_answer
+        self.test_files, self.config_files = list(test_files), list(config_files)
+        self.limits = limits or Limits()
+        self.requests: list[tuple[str, dict, float | None]] = []
+
+    def request(self, op: str, payload: dict, *, timeout: float | None = None) -> dict:
+        self.requests.append((op, payload, timeout))
+        if op == "hash":
+            return {"hashes": {p: self.files.get(p) for p in payload["paths"]}}
+        if op == "list":
+            assert (payload["path"], payload["max"]) == (".", 1_000_000)
+            return {"files": sorted(self.files)}
+        if op == "jest":
+            return self.jest
+        raise AssertionError(f"verify asked the runner for {op!r}")
+
+    def ops(self) -> list[str]:
+        return [op for op, _, _ in self.requests]
+
+
+ALL_PASS = {W: [("fixed", "passed"), ("still", "passed")], O: [("old", "passed")]}
+PASSING = frozenset({f"{O}::old", f"{W}::still"})  # at the start: W::fixed failed (the bug), the rest passed
+
+
+def _base(**kw) -> Baseline:
+    """The baseline the preflight would hand over (no Jest run of its own)."""
+    sb = FakeSandbox(CLEAN, _jest_answer(ALL_PASS))
+    base = take_baseline(sb, [W, O], passing=kw.pop("passing", PASSING), **kw)
+    assert sb.ops() == ["list", "hash"]  # a baseline with a known passing set runs no Jest
+    return base
+
+
+def _verdict(tests=ALL_PASS, *, files=CLEAN, base=None, verify_files=(W,), **answer) -> Verdict:
+    sb = FakeSandbox(files, _jest_answer(tests, **answer))
+    return verify(sb, base or _base(), list(verify_files) if verify_files is not None else None)
+
+
+def test_verify_green_when_every_check_holds():
+    v = _verdict()
+    assert (v.green, v.reason, v.status, v.checks, v.failed_tests, v.tamper) == (True, None, Status.PASSED, [], [], [])
+    assert [t.id for t in v.tests] == [f"{W}::fixed", f"{W}::still", f"{O}::old"]
+    assert v.to_dict() == {"green": True, "reason": None, "status": "passed", "failed_tests": [], "checks": [],
+                           "tamper": []}
+
+
+def test_verify_regression_a_test_that_passed_at_the_start_fails_now():
+    """The verification tests pass, but a test of another file that passed on the pristine workspace
+    fails now: not green (the `regression` check, and only it)."""
+    v = _verdict({W: [("fixed", "passed"), ("still", "passed")], O: [("old", "failed")]})
+    assert (v.green, v.checks) == (False, ["regression"])
+    assert v.reason == "1 test(s) that passed at the start no longer pass"
+    assert v.status == Status.FAILED
+    assert v.failed_tests == [{"name": "old", "file": O, "message": "Error: old broke"}]
+
+
+def test_verify_regression_counts_a_test_that_vanished():
+    """A test that passed at the start and no longer runs at all (renamed, removed) also regressed."""
+    v = _verdict({W: [("fixed", "passed"), ("still", "passed")], O: [("renamed", "passed")]})
+    assert (v.green, v.checks, v.reason) == (False, ["regression"], "1 test(s) that passed at the start no longer pass")
+
+
+def test_verify_failing_verification_test_with_a_cached_baseline():
+    """One verification test fails and another passes; the baseline came from the preflight cache
+    (the failing test was failing at the start, so it is no regression) and there is no gold: only
+    the `verification` check can refuse it."""
+    v = _verdict({W: [("fixed", "failed"), ("still", "passed")], O: [("old", "passed")]})
+    assert (v.green, v.checks, v.reason) == (False, ["verification"], "1 verification test(s) fail")
+    assert v.failed_tests == [{"name": "fixed", "file": W, "message": "Error: fixed broke"}]
+
+
+def test_verify_failing_test_outside_the_verification_files_is_not_a_verification_failure():
+    base = _base(passing=frozenset({f"{W}::still"}))  # O::old was already failing at the start
+    v = _verdict({W: [("fixed", "passed"), ("still", "passed")], O: [("old", "failed")]}, base=base)
+    assert (v.green, v.checks) == (True, [])
+
+
+def test_verify_files_default_to_the_baselines_test_files():
+    """Without verify_files every test file listed at the start is a verification file."""
+    base = _base(passing=frozenset())
+    v = _verdict({W: [("fixed", "passed")], O: [("old", "failed")]}, base=base, verify_files=None)
+    assert (v.checks, v.reason) == (["verification"], "1 verification test(s) fail")
+    v = _verdict({W: [("fixed", "passed")], O: [("old", "failed")]}, base=base, verify_files=(W,))
+    assert v.green
+
+
+def test_verify_needs_a_passing_verification_test():
+    base = _base(passing=frozenset({f"{O}::old"}))
+    v = _verdict({W: [("fixed", "pending")], O: [("old", "passed")]}, base=base)
+    assert (v.green, v.checks, v.reason) == (False, ["verification"], "no verification test passed")
+    # a test passing in another file does not count for the verification file
+    v = _verdict({W: [], O: [("old", "passed")]}, base=base, expected=[W, O])
+    assert "verification" in v.checks and v.reason == "no verification test passed"
+
+
+def test_verify_protected_file_changed_added_or_removed():
+    changed = dict(CLEAN, **{W: "edited"})
+    v = _verdict(files=changed)
+    assert (v.green, v.checks, v.reason) == (False, ["protected_files"], f"protected files changed: {W}")
+    added = dict(CLEAN, **{"tests/extra.test.js": "new", "src/a.js": "src"})
+    v = _verdict(files=added)
+    assert (v.checks, v.reason) == (["protected_files"], "protected files changed: tests/extra.test.js (added)")
+    removed = {p: h for p, h in CLEAN.items() if p != O}
+    v = _verdict(files=removed)
+    # a removed file is both changed (its hash is gone) and gone from the listing: named once
+    assert (v.checks, v.reason) == (["protected_files"], f"protected files changed: {O}")
+    # a config file absent at the start and added now is named once, as changed
+    v = _verdict(files=dict(CLEAN, **{"jest.config.js": "new"}))
+    assert v.reason == "protected files changed: jest.config.js"
+
+
+def test_verify_protected_listing_added_and_removed_are_named():
+    """Files protected by place that appear or vanish are named even where hashes do not show it."""
+    base = Baseline(protected={"package.json": "pkg-hash"}, passing=PASSING, test_files=(W, O),
+                    protected_listing=frozenset({"tests/gone.json", "package.json"}))
+    v = _verdict(files={"package.json": "pkg-hash", W: "w", O: "o"}, base=base)
+    assert v.reason == (f"protected files changed: {O} (added), {W} (added), tests/gone.json (removed)")
+
+
+def test_verify_tampered_run():
+    v = _verdict(guard_tamper=["expect.extend() from workspace code"])
+    assert (v.green, v.checks, v.status) == (False, ["tamper"], Status.TAMPERED)
+    assert v.reason == "tampered: expect.extend() from workspace code"
+    assert v.tamper == ["expect.extend() from workspace code"] and v.tampered
+    assert not _verdict().tampered
+
+
+@pytest.mark.parametrize("reason,status", [("timeout", Status.TIMEOUT), ("memory_limit", Status.MEMORY_LIMIT),
+                                           ("output_limit", Status.OUTPUT_LIMIT),
+                                           ("no_result_record", Status.FAILED)])
+def test_verify_run_without_evidence(reason, status):
+    v = _verdict(evidence="none", reason=reason)
+    assert (v.green, v.status, v.reason) == (False, status, f"verification run {status.value}: {reason}")
+    # nothing ran, so nothing passed: verification and regression fire too, after `run`
+    assert v.checks == ["run", "verification", "regression"]
+
+
+def test_verify_run_check_alone_catches_a_limit_status(monkeypatch):
+    """A run with a limit status is not green even when it carries the runner's evidence and every
+    test in it passed (from_runner gives such runs no evidence today; verify does not rely on it)."""
+    for status in (Status.TIMEOUT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT):
+        run = dataclasses.replace(FROM_RUNNER(_jest_answer(ALL_PASS)), status=status, reason="cut short")
+        v = _verify_run(monkeypatch, run)
+        assert (v.green, v.checks, v.reason) == (False, ["run"], f"verification run {status.value}: cut short")
+    assert _verify_run(monkeypatch, FROM_RUNNER(_jest_answer(ALL_PASS))).green
+
+
+FROM_RUNNER = jest.from_runner  # the real one, for building runs while a test has replaced it
+
+
+def _verify_run(monkeypatch, run: jest.JestResult, base: Baseline | None = None) -> Verdict:
+    """verify() on a JestResult built here, for combinations the runner's answers cannot express."""
+    monkeypatch.setattr(jest, "from_runner", lambda answer, guarded=True: run)
+    return verify(FakeSandbox(CLEAN, {}), base or _base(), [W])
+
+
+def test_verify_gold_holds_the_run_to_the_reference():
+    gold = Gold({f"{W}::fixed": (1, 2), f"{W}::still": (1, 1)})
+    v = _verdict(base=_base(gold=gold), asserts=1)
+    assert (v.green, v.checks, v.reason) == (False, ["gold"], (
+        f"{W}::fixed: passed with 1 passing assertion(s), the reference made 2"))
+    assert _verdict(base=_base(gold=gold), asserts=2).green
+    # without the runner's evidence the gold rule is not applied (the run check already refuses it)
+    v = _verdict(base=_base(gold=gold), evidence="none", reason="timeout")
+    assert "gold" not in v.checks
+
+
+def test_verify_reported_every_listed_file():
+    v = _verdict(expected=[W, O, "tests/gone.test.js"])
+    assert (v.green, v.checks) == (False, ["reported"])
+    assert v.reason == "test files did not report: tests/gone.test.js"
+
+
+def test_verify_names_every_failing_check_in_order_and_the_first_as_reason(monkeypatch):
+    base = _base(gold=Gold({f"{W}::fixed": (1, 1)}))
+    v = _verdict({W: [("fixed", "failed")], O: [("old", "failed")]}, files=dict(CLEAN, **{O: "x"}), base=base,
+                 expected=[W, O, "tests/gone.test.js"])
+    assert v.checks == ["protected_files", "verification", "gold", "regression", "reported"]
+    assert v.reason == f"protected files changed: {O}"
+    # every check at once (a run no real runner answer gives: evidence, a limit, tampering, a missing file)
+    run = FROM_RUNNER(_jest_answer({W: [("fixed", "failed")], O: [("old", "failed")]}))
+    run = dataclasses.replace(run, status=Status.TIMEOUT, tamper=["t"], reason="test files did not report: x")
+    v = _verify_run(monkeypatch, run, base)
+    assert v.checks == ["tamper", "run", "verification", "gold", "regression", "reported"]
+    assert v.reason == "tampered: t"
+
+
+def test_verify_full_run_asks_for_the_sandboxs_limits_or_the_given_timeout():
+    limits = Limits(timeout_s=12.5, output_cap=4096)
+    sb = FakeSandbox(CLEAN, _jest_answer(ALL_PASS), limits=limits)
+    verify(sb, _base(), [W])
+    [(_, payload, timeout)] = [r for r in sb.requests if r[0] == "jest"]
+    assert (payload, timeout) == ({"timeout_ms": 12500, "output_cap": 4096}, 12.5)
+    sb = FakeSandbox(CLEAN, _jest_answer(ALL_PASS), limits=limits)
+    verify(sb, _base(), [W], timeout=3)
+    [(_, payload, timeout)] = [r for r in sb.requests if r[0] == "jest"]
+    assert (payload, timeout) == ({"timeout_ms": 3000, "output_cap": 4096}, 3)
+
+
+def test_verify_unguarded_sandbox_reads_the_report():
+    """With the guard off (benchmarks) there is no per-test record: passes come from the report."""
+    sb = FakeSandbox(CLEAN, _jest_answer(ALL_PASS) | {"guard": None}, limits=Limits(guard=False))
+    v = verify(sb, _base(), [W])
+    assert (v.green, v.tests) == (True, [])
+    sb = FakeSandbox(CLEAN, _jest_answer({W: [("fixed", "passed"), ("still", "passed")], O: [("old", "failed")]})
+                     | {"guard": None}, limits=Limits(guard=False))
+    assert verify(sb, _base(), [W]).checks == ["regression"]
+
+
+def test_take_baseline_measures_what_the_preflight_did_not():
+    files = dict(CLEAN, **{"src/a.js": "a", "setup/jest.setup.js": "s", "tests/data.json": "d"})
+    sb = FakeSandbox(files, _jest_answer({W: [("fixed", "failed"), ("still", "passed")], O: [("old", "passed")]}),
+                     config_files=["setup/jest.setup.js"], limits=Limits(timeout_s=4, output_cap=99))
+    base = take_baseline(sb, [W, O])
+    assert sb.ops() == ["jest", "list", "hash"]
+    assert sb.requests[0][1:] == ({"timeout_ms": 4000, "output_cap": 99}, 4)
+    assert base.passing == PASSING and base.test_files == (W, O) and base.gold is None
+    assert base.protected_listing == {"package.json", W, O, "tests/data.json"}
+    assert base.protected == {"package.json": "pkg-hash", W: "w-hash", O: "o-hash", "tests/data.json": "d",
+                              "setup/jest.setup.js": "s", **{c: None for c in CONFIG_FILES if c != "package.json"}}
+    base = take_baseline(FakeSandbox(files, {}), [W], passing=[f"{W}::x"], gold=Gold({}), timeout=1)
+    assert (base.passing, base.test_files, base.gold) == ({f"{W}::x"}, (W,), Gold({}))
+
+
+# ------------------------------------------------------------------------------ the same rules in a real sandbox
+@pytest.mark.docker
+@pytest.mark.slow
+def test_verify_in_docker_regression_and_failing_verification(project, image):
+    """The two rules the fakes above pin down, once through a real sandbox and real Jest.
+
+    ``project``: tests/sum.test.js passes at the start, tests/str.test.js (the verification file)
+    fails. Each edit below makes the str test's outcome one thing and sum's another.
+    """
+    from harness import sandbox, tools
+
+    sb = sandbox.start("docker", project, image=image, limits=Limits(memory_mb=512, timeout_s=20, cpus=1))
+    try:
+        base = take_baseline(sb, sb.test_files)  # measured here, as when the preflight cache is empty
+        assert base.passing == {"tests/sum.test.js::adds small numbers", "tests/sum.test.js::adds negatives"}
+        fixed_str = "function shout(s) {\n  return s.toUpperCase() + '!';\n}\nmodule.exports = { shout };\n"
+        broken_sum = "function sum(a, b) {\n  return a - b;\n}\nmodule.exports = { sum };\n"
+        # the verification test passes, a test that passed at the start fails now
+        tools.call(sb, "file_write", {"file": "src/str.js", "content": fixed_str})
+        tools.call(sb, "file_write", {"file": "src/sum.js", "content": broken_sum})
+        v = verify(sb, base, ["tests/str.test.js"])
+        assert (v.green, v.checks, v.reason) == (False, ["regression"], "2 test(s) that passed at the start no longer pass")
+        # nothing regressed, the verification test still fails (a baseline as the preflight cache hands it over)
+        cached = take_baseline(sb, sb.test_files, passing=base.passing)
+        tools.call(sb, "file_write", {"file": "src/sum.js", "content": "module.exports = { sum: (a, b) => a + b };\n"})
+        tools.call(sb, "file_write", {"file": "src/str.js", "content": "module.exports = { shout: (s) => s + '!' };\n"})
+        v = verify(sb, cached, ["tests/str.test.js"])
+        assert (v.green, v.checks, v.reason) == (False, ["verification"], "1 verification test(s) fail")
+        tools.call(sb, "file_write", {"file": "src/str.js", "content": fixed_str})
+        assert verify(sb, cached, ["tests/str.test.js"]).green
+    finally:
+        sb.close()
