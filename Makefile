@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,train,serve,report
 
-.PHONY: setup docker venv image browser demo test test-fast bench redteam clean
+.PHONY: setup docker venv image browser demo test test-fast bench redteam mutation clean
 
 setup: docker venv image
 
@@ -45,6 +45,11 @@ bench: setup
 # Every red-team technique on every session (make test runs the core ones); about 10 minutes.
 redteam: setup
 	ETAI_REDTEAM=all $(BIN)/python -m pytest -q -s tests/harness/test_tamper.py
+
+# Mutation testing of the scoring and reward modules (#12) in scratch copies, never the tree;
+# `make mutation MUTATE=harness/metrics.py` for one module, ARGS=--quick for the CI slice.
+mutation: venv
+	$(BIN)/python scripts/mutation $(MUTATE) $(ARGS)
 
 clean:
 	-$(BIN)/etai sandbox prune --all
