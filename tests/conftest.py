@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -71,7 +72,25 @@ def sandboxes_of(pid: int) -> list[str]:
     """The sandbox containers a run (its process id) left, on an engine other work may share."""
     from harness.sandbox import _docker
 
-    return [c.name for c in _docker.client().containers.list(all=True, filters={"label": f"etai.owner_pid={pid}"})]
+    return _docker.leftovers(owner_pid=pid)
+
+
+@pytest.fixture
+def sandbox_starts(monkeypatch):
+    """The names of the sandbox containers this process creates from now on (the real
+    ``create_container`` still runs; this only counts): "nothing ran" is then a count, not a time."""
+    from harness.sandbox import _docker
+
+    made: list[str] = []
+    real = _docker.create_container
+
+    def counting(*args, **kwargs):
+        c, name = real(*args, **kwargs)
+        made.append(name)
+        return c, name
+
+    monkeypatch.setattr(_docker, "create_container", counting)
+    return made
 
 
 @pytest.fixture
@@ -79,6 +98,28 @@ def containers_of():
     """containers_of(pid): the sandboxes one etai process left. Tests check only their own runs; the
     global count is CI's final check (.ci/run), where nothing else runs."""
     return sandboxes_of
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache(tmp_path_factory):
+    """An ETAI_CACHE of this test session's own, so no verdict cached by the user, by an earlier
+    version of the code or by a test session running beside this one is ever reused. The build
+    artefacts (Node tarball, runner folders) are content-addressed by their inputs and never change
+    once built, so they are linked in rather than rebuilt; the verdict cache starts empty."""
+    from harness import image as im
+
+    shared = im.cache_dir()
+    mine = tmp_path_factory.mktemp("etai-cache")
+    for entry in shared.iterdir():
+        if entry.name == "node" or (entry.name.startswith("runner-") and (entry / "node_modules").exists()):
+            (mine / entry.name).symlink_to(entry, target_is_directory=True)
+    before = os.environ.get("ETAI_CACHE")
+    os.environ["ETAI_CACHE"] = str(mine)  # subprocesses (the CLI tests) inherit it
+    yield mine
+    if before is None:
+        os.environ.pop("ETAI_CACHE", None)
+    else:
+        os.environ["ETAI_CACHE"] = before
 
 
 @pytest.fixture(scope="session")

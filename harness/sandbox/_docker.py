@@ -214,25 +214,32 @@ def prune(*, all_owners: bool = False) -> list[str]:
     """Remove labelled containers whose owning process is gone (or every labelled one)."""
     removed = []
     host = socket.gethostname()
-    for c in _labelled():
-        labels = c.labels or {}
+    for name, labels in labelled():
         pid = int(labels.get(f"{LABEL}.owner_pid", "0") or 0)
         mine_alive = labels.get(f"{LABEL}.host") == host and pid > 0 and _alive(pid)
         if all_owners or not mine_alive:
-            kill_and_remove(c.name)
-            removed.append(c.name)
+            kill_and_remove(name)  # one another process removed meanwhile is not an error
+            removed.append(name)
     return removed
 
 
-def leftovers() -> list[str]:
-    return [c.name for c in _labelled()]
+def leftovers(owner_pid: int | None = None) -> list[str]:
+    """Names of labelled containers (only those of the process ``owner_pid`` if given)."""
+    return [name for name, _ in labelled(owner_pid)]
 
 
-def _labelled() -> list:
+def labelled(owner_pid: int | None = None) -> list[tuple[str, dict[str, str]]]:
+    """(name, labels) of every labelled container, from one listing call.
+
+    The SDK's ``containers.list`` inspects each listed container in a second call, so a container
+    that another ETAI process removes in between raised ``NotFound`` mid-listing (a real run once
+    crashed with it). The engine's own list answer already holds names and labels."""
+    label = [LABEL] if owner_pid is None else [LABEL, f"{LABEL}.owner_pid={owner_pid}"]
     try:
-        return client().containers.list(all=True, filters={"label": LABEL})
+        found = client().api.containers(all=True, filters={"label": label})
     except _engine_errors() as e:
         raise _no_engine("could not list sandboxes", e) from e
+    return [(c["Names"][0].lstrip("/"), c.get("Labels") or {}) for c in found]
 
 
 def _alive(pid: int) -> bool:

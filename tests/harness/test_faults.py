@@ -165,13 +165,12 @@ def test_engine_stopped_mid_run_gives_infra_error_rows_exit_3_and_a_rerun_comple
         proxy.watch = b'"op": "edit"'  # the second episode is acting: its sandbox is started, in use
         assert proxy.seen.wait(120)
         proxy.down()
-        t0 = time.monotonic()
+        # The timeout is a hang guard, not a speed claim: with the engine gone the remaining rows
+        # must be written without waiting on anything (a hang would be the bug).
         stdout, stderr = p.communicate(timeout=120)
-        took = time.monotonic() - t0
         proxy.up()
         assert p.returncode == 3, stderr
         assert "Traceback" not in stderr and "INCOMPLETE" in stdout
-        assert took < 30, "the rows after the outage fail fast"
         rows = read_rows(out / "results.jsonl")
         assert sorted(r["status"] for r in rows) == ["infra_error", "infra_error", "passed"]
         assert not [r for r in rows if "agent or harness error" in (r["reason"] or "")], rows
@@ -186,6 +185,34 @@ def test_engine_stopped_mid_run_gives_infra_error_rows_exit_3_and_a_rerun_comple
         if proxy._server is not None:
             proxy.down()
         shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+@pytest.mark.docker
+def test_listing_and_pruning_survive_containers_removed_meanwhile(image):
+    """Another etai process removing its containers while we list or prune is not an error (the
+    SDK's list-then-inspect once crashed a real run with docker.errors.NotFound)."""
+    from harness.sandbox import Limits, _docker
+
+    names = [_docker.create_container(image, Limits(memory_mb=128))[1] for _ in range(6)]
+    gone = threading.Event()
+
+    def remove_all():
+        for n in names:
+            _docker.kill_and_remove(n)
+        gone.set()
+
+    remover = threading.Thread(target=remove_all)
+    remover.start()
+    listings = 0
+    try:
+        while not gone.is_set() or listings < 3:
+            _docker.leftovers()
+            _docker.leftovers(owner_pid=os.getpid())
+            _docker.prune()  # our pid is alive: it removes none of ours, only lists them
+            listings += 1
+    finally:
+        remover.join()
+    assert not set(names) & set(_docker.leftovers())
 
 
 def test_engine_absent_at_start_exits_3_and_writes_nothing(tmp_path):
@@ -215,11 +242,10 @@ def test_second_run_on_the_same_folder_exits_2_naming_the_holder(tmp_path):
     args = _run_args(out, sessions=THREE)
     first = _etai(args)
     _wait_rows(out, 1, first)
-    t0 = time.monotonic()
     second = _etai(args)
-    _, stderr = second.communicate(timeout=60)
+    stdout, stderr = second.communicate(timeout=60)
     assert second.returncode == 2, stderr
-    assert time.monotonic() - t0 < 15, "refused at once, not after running"
+    assert stdout == "" and "preflight" not in stderr, "refused before anything ran"
     assert f"in use by another etai run (pid {first.pid})" in stderr and str(out) in stderr
     _, stderr = first.communicate(timeout=300)
     assert first.returncode == 0, stderr
@@ -236,13 +262,12 @@ def test_out_that_is_a_file_exits_2_and_is_left_alone(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("below", [False, True], ids=["read-only folder", "folder on a read-only disk"])
-def test_read_only_out_exits_2_before_anything_runs(tmp_path, tmpfs, capsys, below):
+def test_read_only_out_exits_2_before_anything_runs(tmp_path, tmpfs, capsys, below, sandbox_starts):
     ro = tmpfs(tmp_path / "ro", ro=True)
     out = ro / "run" if below else ro
-    t0 = time.monotonic()
     rc, err = _run_main(capsys, _run_args(out, agent="noop"))
     assert rc == 2 and f"{out}: cannot write the run folder" in err and "Read-only file system" in err, err
-    assert time.monotonic() - t0 < 10, "checked up front, not after an episode"
+    assert sandbox_starts == [], "checked up front, before any sandbox"
     assert os.listdir(ro) == []
 
 
@@ -378,16 +403,18 @@ def test_validation_does_not_follow_symlinks_out_of_the_workspace(tmp_path, caps
 @pytest.mark.docker
 @pytest.mark.slow
 def test_unreachable_server_is_detected_once_per_run(tmp_path, capsys, monkeypatch):
-    with socket.socket() as s:  # bound, then closed: nothing listens there
+    # Bound but never listening: connections are refused, and the port stays ours for the whole
+    # test (a bound-then-closed port could be taken by another process meanwhile).
+    with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    monkeypatch.setenv("ETAI_OPENAI_MAX_RETRIES", "2")  # 1 + 2 s of backoff for the first session
-    out = tmp_path / "run"
-    rc, err = _run_main(capsys, _run_args(out, agent=f"openai:http://127.0.0.1:{port}/v1#m", sessions=THREE))
+        monkeypatch.setenv("ETAI_OPENAI_MAX_RETRIES", "2")
+        out = tmp_path / "run"
+        rc, err = _run_main(capsys, _run_args(out, agent=f"openai:http://127.0.0.1:{port}/v1#m", sessions=THREE))
     assert rc == 3, err
-    rows = sorted(read_rows(out / "results.jsonl"), key=lambda r: r["duration_s"])
+    rows = read_rows(out / "results.jsonl")
     assert [r["status"] for r in rows] == ["infra_error"] * 3
-    first, *rest = rows[::-1]
-    assert first["duration_s"] > 2.5 and "gave up after 3 attempt(s)" in first["reason"]
-    for r in rest:  # the breaker is open: no retries, no sandbox
-        assert r["duration_s"] < 0.5 and f"127.0.0.1:{port}/v1 was found unreachable earlier in this run" in r["reason"]
+    breaker = f"127.0.0.1:{port}/v1 was found unreachable earlier in this run"
+    tried = [r for r in rows if breaker not in r["reason"]]
+    assert len(tried) == 1 and "gave up after 3 attempt(s)" in tried[0]["reason"], rows
+    # The other two never tried the server again: the breaker answered for it.
