@@ -57,7 +57,6 @@ def test_tiny_cpu_learns_and_logs_every_component(tmp_path, sessions, tiny_overr
         f"tiny-cpu: {wall:.1f}s wall; fixed-set code CE {before['code']:.3f} -> {after['code']:.3f}; "
         f"intent {before['intent']:.3f} -> {after['intent']:.3f}"
     )
-    assert wall < 120
     assert after["code"] < before["code"] - 1.0
     assert after["tool"] < before["tool"]
     for key in ("total", "code", "intent", "tool", "cursor", "reward"):

