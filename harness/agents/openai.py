@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +51,26 @@ PROTOCOLS = ("auto", "tools", "text")
 _CONTEXT_WORDS = ("context length", "context window", "maximum context", "too long", "too many tokens")
 
 
+def _setting(opts: Mapping[str, Any], key: str, env: str | None, kind: type, default: Any,
+             ok: Callable[[Any], bool], rule: str) -> Any:
+    """Option ``key``, else environment variable ``env``, else ``default``. A bad value is an
+    InputError naming where it came from (exit 2), not a ValueError's traceback from the run."""
+    value, where = opts.get(key), f"option {key}"
+    if value is None and env:
+        value, where = env_first(env), env
+    if value is None:
+        return default
+    try:
+        parsed = kind(value)
+        if kind is int and parsed != float(value):  # int(1.5) would quietly be 1
+            raise ValueError
+    except (TypeError, ValueError):
+        raise InputError(f"{key} must be {rule} (got {value!r})", where=where) from None
+    if not ok(parsed):
+        raise InputError(f"{key} must be {rule} (got {value!r})", where=where)
+    return parsed
+
+
 class OpenAIAgent:
     def __init__(self, base_url: str, model: str | None, ctx: AgentContext):
         if not base_url.startswith(("http://", "https://")) or len(base_url) <= len("https://"):
@@ -61,15 +81,15 @@ class OpenAIAgent:
         self.spec = f"openai:{base_url}" + (f"#{model}" if model else "")
         self.fingerprint = hashlib.sha256(f"{self.base_url}#{model or ''}".encode()).hexdigest()[:16]
         self.gen = Generation.from_options(opts)
-        protocol = str(opts.get("protocol") or env_first("ETAI_OPENAI_PROTOCOL") or "auto")
-        if protocol not in PROTOCOLS:
-            raise InputError(f"protocol must be one of {', '.join(PROTOCOLS)} (got {protocol!r})",
-                             where="ETAI_OPENAI_PROTOCOL")
-        self.protocol = protocol
+        self.protocol = _setting(opts, "protocol", "ETAI_OPENAI_PROTOCOL", str, "auto", PROTOCOLS.__contains__,
+                                 f"one of {', '.join(PROTOCOLS)}")
         self.policy = RetryPolicy(
-            timeout_s=float(opts.get("timeout_s") or env_first("ETAI_OPENAI_TIMEOUT") or RetryPolicy.timeout_s),
-            max_retries=int(opts.get("max_retries", env_first("ETAI_OPENAI_MAX_RETRIES") or RetryPolicy.max_retries)),
-            backoff_s=float(opts.get("backoff_s", RetryPolicy.backoff_s)))
+            timeout_s=_setting(opts, "timeout_s", "ETAI_OPENAI_TIMEOUT", float, RetryPolicy.timeout_s,
+                               lambda v: v > 0, "a positive number of seconds"),
+            max_retries=_setting(opts, "max_retries", "ETAI_OPENAI_MAX_RETRIES", int, RetryPolicy.max_retries,
+                                 lambda v: v >= 0, "a non-negative integer"),
+            backoff_s=_setting(opts, "backoff_s", None, float, RetryPolicy.backoff_s, lambda v: v >= 0,
+                               "a non-negative number of seconds"))
         key = env_first("ETAI_OPENAI_API_KEY", "OPENAI_API_KEY")
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._model = model

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,11 @@ from openai_server import VLLM_NO_TOOLS, ScriptedServer, chat_answer, serve
 
 from harness import tools
 from harness.agents import AgentContext, TaskView, from_spec, known
+from harness.agents import openai as openai_agent
 from harness.agents._model_batcher import BatcherClosed, MicroBatcher
 from harness.agents._model_common import Generation
-from harness.errors import InfraError, InputError
+from harness.agents._model_http import RetryPolicy, request_json
+from harness.errors import InfraError, InputError, ServerUnreachable
 from harness.etai_format import Action, FinalAnswer, InvalidAction
 from harness.sessions import load_suite
 
@@ -83,16 +86,31 @@ def test_openai_spec_and_fingerprint():
 
 
 # ------------------------------------------------------------------------------ micro-batcher
+def _queued(b: MicroBatcher, n: int) -> None:
+    """Wait until ``n`` requests wait in the batcher's queue (an event, polled; no time is asserted)."""
+    for _ in range(2000):
+        if b._queue.qsize() >= n:
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"{n} requests never reached the queue ({b._queue.qsize()} did)")
+
+
 def test_micro_batcher_batches_concurrent_calls_and_propagates_errors():
-    gate = threading.Event()
+    """Requests that wait while a batch runs go into the next batch together. The first batch holds
+    the worker (it blocks on ``gate``) until the test has seen the other three queued, so the batch
+    sizes follow from the order of events, not from threads arriving within ``wait_s``."""
+    gate, started = threading.Event(), threading.Event()
+    calls = []
 
     def run(items):
-        gate.wait(2)
+        calls.append(list(items))
+        started.set()
+        assert gate.wait(30), "the test never released the gate"
         if "boom" in items:
             raise RuntimeError("boom")
         return [x.upper() for x in items]
 
-    b = MicroBatcher(run, max_batch=4, wait_s=0.2)
+    b = MicroBatcher(run, max_batch=4, wait_s=0.0)  # collects only what is already queued
     out: dict[str, object] = {}
 
     def call(x):
@@ -101,16 +119,41 @@ def test_micro_batcher_batches_concurrent_calls_and_propagates_errors():
         except RuntimeError as e:
             out[x] = e
 
-    threads = [threading.Thread(target=call, args=(x,)) for x in "abc"]
+    first = threading.Thread(target=call, args=("a",))
+    first.start()
+    assert started.wait(30)  # the worker runs ["a"] and holds there
+    threads = [threading.Thread(target=call, args=(x,)) for x in "bcd"]
     [t.start() for t in threads]
-    time.sleep(0.05)
+    _queued(b, 3)
     gate.set()
-    [t.join() for t in threads]
-    assert out == {"a": "A", "b": "B", "c": "C"} and b.batch_sizes == [3]
+    [t.join() for t in [first, *threads]]
+    assert out == {"a": "A", "b": "B", "c": "C", "d": "D"} and b.batch_sizes == [1, 3]
+    assert sorted(calls[1]) == ["b", "c", "d"]
     assert isinstance(_submit_in_thread(b, "boom"), RuntimeError)  # the error, not a hang
     b.close()
     with pytest.raises(BatcherClosed):
         b.submit("late")
+
+
+def test_micro_batcher_caps_a_batch_at_max_batch():
+    gate, started = threading.Event(), threading.Event()
+
+    def run(items):
+        started.set()
+        gate.wait(30)
+        return list(items)
+
+    b = MicroBatcher(run, max_batch=2, wait_s=0.0)
+    results = []
+    threads = [threading.Thread(target=lambda x=x: results.append(b.submit(x))) for x in range(6)]
+    threads[0].start()
+    assert started.wait(30)
+    [t.start() for t in threads[1:]]
+    _queued(b, 5)
+    gate.set()
+    [t.join() for t in threads]
+    assert sorted(results) == list(range(6)) and b.batch_sizes == [1, 2, 2, 1]
+    b.close()
 
 
 def _submit_in_thread(b, x):
@@ -121,38 +164,54 @@ def _submit_in_thread(b, x):
 
 
 # ------------------------------------------------------------------------------ openai: failures
-def _free_port() -> int:
+@pytest.fixture
+def refused_url() -> Iterator[str]:
+    """A loopback URL that refuses connections: a port the OS gave us, held (bound, never
+    listening) for the whole test, so no other process can take it and answer."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        yield f"http://127.0.0.1:{s.getsockname()[1]}/v1"
 
 
-def test_server_down_is_infra_error_naming_the_url():
-    url = f"http://127.0.0.1:{_free_port()}/v1"  # bound, then closed: nothing listens
-    ep = _agent(url).start(_task(), 0)
-    t0 = time.monotonic()
+@pytest.fixture
+def sleeps(monkeypatch) -> list[float]:
+    """The waits the openai agent asks for between attempts, recorded instead of slept."""
+    asked: list[float] = []
+
+    def recorded(*args, **kwargs):
+        return request_json(*args, **kwargs, sleep=asked.append)
+
+    monkeypatch.setattr(openai_agent, "request_json", recorded)
+    return asked
+
+
+def test_server_down_is_infra_error_naming_the_url(refused_url, sleeps):
+    ep = _agent(refused_url).start(_task(), 0)
     with pytest.raises(InfraError, match=r"unreachable .*gave up after 3 attempt\(s\).*retried on the next run"):
         ep.act([])
-    assert time.monotonic() - t0 < 5
+    assert len(sleeps) == 2  # 1 + max_retries attempts, a wait between each two
 
 
-def test_unreachable_server_is_tried_once_per_run():
-    """A circuit breaker: once a server failed every retry unreachable, the agent's later calls fail at once."""
+def test_unreachable_server_is_tried_once_per_run(refused_url, monkeypatch):
+    """A circuit breaker: once a server failed every retry unreachable, the agent's later calls fail
+    at once: no further request is attempted (counted at request_json)."""
     from harness.agents import check_available
-    from harness.errors import ServerUnreachable
 
-    url = f"http://127.0.0.1:{_free_port()}/v1"
-    agent = _agent(url)
+    attempts = []
+    real = openai_agent.request_json
+    monkeypatch.setattr(openai_agent, "request_json",
+                        lambda *a, **kw: attempts.append(a[1]) or real(*a, **kw, sleep=lambda s: None))
+    agent = _agent(refused_url)
     check_available(agent)  # nothing known yet
     with pytest.raises(ServerUnreachable, match="gave up after 3 attempt"):
         agent.start(_task(0), 0).act([])
-    t0 = time.monotonic()
+    assert attempts == [f"{refused_url}/chat/completions"]
     for i in (1, 2):
-        with pytest.raises(ServerUnreachable, match=f"{url} was found unreachable earlier in this run"):
+        with pytest.raises(ServerUnreachable, match=f"{refused_url} was found unreachable earlier in this run"):
             agent.start(_task(i), 0).act([])
     with pytest.raises(ServerUnreachable):
         check_available(agent)
-    assert time.monotonic() - t0 < 0.05
+    assert len(attempts) == 1  # the breaker is open: not one more request
     # a server answering with errors is not unreachable: the breaker stays closed
     server = ScriptedServer([(500, {"error": {"message": "CUDA out of memory"}}, 0)])
     with serve(server) as url2:
@@ -180,13 +239,14 @@ def test_server_failing_past_the_retries_is_infra_error():
     assert len(server.requests) == 2
 
 
-def test_hanging_server_times_out_as_infra_error():
+def test_hanging_server_times_out_as_infra_error(sleeps):
+    """The server would answer after 3 s; the client gives up on each attempt after 0.3 s. That it
+    gave up (rather than waited) is the error itself: a waited-for answer would have been a reply."""
     server = ScriptedServer([(200, chat_answer("late"), 3.0)])
-    with serve(server) as url:
-        t0 = time.monotonic()
-        with pytest.raises(InfraError, match=r"no answer within 0.3s \(timeout\)"):
-            _agent(url, timeout_s=0.3, max_retries=1).start(_task(), 0).act([])
-        assert time.monotonic() - t0 < 2.5
+    with serve(server) as url, \
+            pytest.raises(InfraError, match=r"no answer within 0.3s \(timeout\).*gave up after 2 attempt"):
+        _agent(url, timeout_s=0.3, max_retries=1).start(_task(), 0).act([])
+    assert len(server.requests) == 2 and len(sleeps) == 1
 
 
 def test_429_is_retried_the_key_is_sent_and_401_names_it(monkeypatch):
@@ -198,6 +258,162 @@ def test_429_is_retried_the_key_is_sent_and_401_names_it(monkeypatch):
     with serve(ScriptedServer([(401, {"error": {"message": "bad key"}}, 0)])) as url, \
             pytest.raises(InfraError, match="ETAI_OPENAI_API_KEY"):
         _agent(url).start(_task(), 0).act([])
+
+
+class HeaderServer(ScriptedServer):
+    """ScriptedServer whose entries may carry response headers: (status, body, headers)."""
+
+    def post(self, h, body):
+        self.requests.append(body)
+        self.headers.append(dict(h.headers))
+        status, answer, headers = self.script[min(len(self.requests), len(self.script)) - 1]
+        raw = json.dumps(answer).encode()
+        h.send_response(status)
+        for k, v in {"Content-Type": "application/json", "Content-Length": str(len(raw)), **headers}.items():
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(raw)
+
+
+BUSY = {"error": {"message": "busy"}}
+
+
+def _within_jitter(asked: float, base: float) -> bool:
+    """A wait is its base plus up to 10% jitter (_model_http adds it so clients do not retry in step)."""
+    return base <= asked <= base * 1.1 + 1e-9
+
+
+@pytest.mark.parametrize("retry_after,base", [("2", 2.0), ("0.5", 0.5), ("3600", 30.0), ("-5", 0.0)],
+                         ids=["seconds", "fraction", "capped-at-max-backoff", "negative-is-now"])
+def test_retry_after_is_honoured(sleeps, retry_after, base):
+    server = HeaderServer([(429, BUSY, {"Retry-After": retry_after}), (200, chat_answer("done"), {})])
+    with serve(server) as url:
+        assert _agent(url, backoff_s=7).start(_task(), 0).act([]) == FinalAnswer("done")
+    assert len(server.requests) == 2 and len(sleeps) == 1
+    assert _within_jitter(sleeps[0], base), sleeps
+
+
+def test_retry_after_as_a_date_falls_back_to_our_backoff(sleeps):
+    server = HeaderServer([(503, BUSY, {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}),
+                           (200, chat_answer("done"), {})])
+    with serve(server) as url:
+        assert _agent(url, backoff_s=7).start(_task(), 0).act([]) == FinalAnswer("done")
+    assert len(sleeps) == 1 and _within_jitter(sleeps[0], 7.0), sleeps
+
+
+def test_backoff_doubles_between_attempts_up_to_the_cap(sleeps):
+    server = HeaderServer([(500, BUSY, {})] * 6 + [(200, chat_answer("done"), {})])
+    with serve(server) as url:
+        assert _agent(url, backoff_s=5, max_retries=6).start(_task(), 0).act([]) == FinalAnswer("done")
+    assert len(server.requests) == 7
+    bases = [5.0, 10.0, 20.0, 30.0, 30.0, 30.0]  # 5 * 2**attempt, capped at RetryPolicy.max_backoff_s
+    assert len(sleeps) == 6 and all(_within_jitter(a, b) for a, b in zip(sleeps, bases)), sleeps
+
+
+def test_the_last_attempt_is_not_followed_by_a_wait(sleeps):
+    server = HeaderServer([(502, BUSY, {"Retry-After": "1"})])
+    with serve(server) as url, pytest.raises(InfraError, match="HTTP 502: busy .*gave up after 3 attempt"):
+        _agent(url, max_retries=2).start(_task(), 0).act([])
+    assert len(server.requests) == 3 and len(sleeps) == 2
+
+
+def test_408_is_retried_other_4xx_are_not(sleeps):
+    server = HeaderServer([(408, {"error": {"message": "request timeout"}}, {}), (200, chat_answer("done"), {})])
+    with serve(server) as url:
+        assert _agent(url).start(_task(), 0).act([]) == FinalAnswer("done")
+    assert len(server.requests) == 2 and len(sleeps) == 1
+    for status in (400, 404, 409, 413):
+        server = HeaderServer([(status, {"error": {"message": "no"}}, {}), (200, chat_answer("done"), {})])
+        with serve(server) as url, pytest.raises(InfraError, match=f"HTTP {status}: no"):
+            _agent(url, protocol="tools").start(_task(), 0).act([])
+        assert len(server.requests) == 1, status
+    assert len(sleeps) == 1  # none more
+
+
+def _env_agent(url: str, **options):
+    """An agent with no retry options: its policy comes from the environment (or the defaults)."""
+    return from_spec(f"openai:{url}#scripted", AgentContext(SUITE, options))
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for name in ("ETAI_OPENAI_API_KEY", "OPENAI_API_KEY", "ETAI_OPENAI_TIMEOUT", "ETAI_OPENAI_MAX_RETRIES",
+                 "ETAI_OPENAI_PROTOCOL"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_env_settings_defaults(clean_env):
+    agent = _env_agent("http://127.0.0.1:9/v1")
+    assert agent.policy == RetryPolicy(timeout_s=120.0, max_retries=3, backoff_s=1.0, max_backoff_s=30.0)
+    assert (agent.protocol, agent.mode, agent._headers) == ("auto", "tools", {})
+
+
+def test_env_max_retries_sets_the_attempts_and_options_override_it(clean_env, sleeps):
+    clean_env.setenv("ETAI_OPENAI_MAX_RETRIES", "4")
+    server = HeaderServer([(500, BUSY, {})])
+    with serve(server) as url:
+        with pytest.raises(InfraError, match="gave up after 5 attempt"):
+            _env_agent(url).start(_task(), 0).act([])
+        assert len(server.requests) == 5
+        with pytest.raises(InfraError, match="gave up after 1 attempt"):
+            _env_agent(url, max_retries=0).start(_task(), 0).act([])
+    assert len(server.requests) == 6 and len(sleeps) == 4
+    clean_env.setenv("ETAI_OPENAI_MAX_RETRIES", "0")
+    assert _env_agent("http://127.0.0.1:9/v1").policy.max_retries == 0
+
+
+def test_env_timeout_bounds_each_attempt_and_options_override_it(clean_env, sleeps):
+    clean_env.setenv("ETAI_OPENAI_TIMEOUT", "0.3")
+    clean_env.setenv("ETAI_OPENAI_MAX_RETRIES", "0")
+    assert _env_agent("http://127.0.0.1:9/v1").policy.timeout_s == 0.3
+    assert _env_agent("http://127.0.0.1:9/v1", timeout_s=7).policy.timeout_s == 7.0
+    with serve(ScriptedServer([(200, chat_answer("late"), 3.0)])) as url, \
+            pytest.raises(InfraError, match=r"no answer within 0.3s \(timeout\)"):
+        _env_agent(url).start(_task(), 0).act([])
+
+
+def test_env_protocol_text_sends_no_tools_and_options_override_it(clean_env):
+    clean_env.setenv("ETAI_OPENAI_PROTOCOL", "text")
+    server = ScriptedServer([(200, chat_answer("<STEP><TOOL>git_diff<ARGS>{}"), 0)])
+    with serve(server) as url:
+        agent = _env_agent(url, max_retries=0)
+        assert agent.mode == "text" and agent.start(_task(), 0).act([]) == Action("git_diff", {})
+        assert _env_agent(url, protocol="tools").protocol == "tools"
+    assert "tools" not in server.requests[0] and server.requests[0]["stop"] == ["<RESULT>", "<TRACE_END>"]
+    clean_env.setenv("ETAI_OPENAI_PROTOCOL", "tools")
+    assert _env_agent("http://127.0.0.1:9/v1").mode == "tools"
+
+
+def test_api_key_from_the_env_etai_first(clean_env):
+    server = ScriptedServer([(200, chat_answer("done"), 0)])
+    with serve(server) as url:
+        _env_agent(url).start(_task(), 0).act([])
+        clean_env.setenv("OPENAI_API_KEY", "sk-openai")
+        _env_agent(url).start(_task(), 0).act([])
+        clean_env.setenv("ETAI_OPENAI_API_KEY", "sk-etai")
+        _env_agent(url).start(_task(), 0).act([])
+    assert [h.get("Authorization") for h in server.headers] == [None, "Bearer sk-openai", "Bearer sk-etai"]
+
+
+@pytest.mark.parametrize("name,value,where", [
+    ("ETAI_OPENAI_TIMEOUT", "fast", "ETAI_OPENAI_TIMEOUT"), ("ETAI_OPENAI_TIMEOUT", "0", "ETAI_OPENAI_TIMEOUT"),
+    ("ETAI_OPENAI_MAX_RETRIES", "many", "ETAI_OPENAI_MAX_RETRIES"),
+    ("ETAI_OPENAI_MAX_RETRIES", "-1", "ETAI_OPENAI_MAX_RETRIES"),
+    ("ETAI_OPENAI_PROTOCOL", "grpc", "ETAI_OPENAI_PROTOCOL")])
+def test_bad_env_settings_are_input_errors_naming_the_variable(clean_env, name, value, where):
+    """A bad setting is the user's input error (exit 2 naming it), not a traceback from float()."""
+    clean_env.setenv(name, value)
+    with pytest.raises(InputError, match=f"^{where}: "):
+        _env_agent("http://127.0.0.1:9/v1")
+
+
+@pytest.mark.parametrize("options", [{"timeout_s": "soon"}, {"timeout_s": -1}, {"max_retries": 1.5},
+                                     {"max_retries": -2}, {"backoff_s": "x"}, {"backoff_s": -0.5},
+                                     {"protocol": "grpc"}])
+def test_bad_retry_options_are_input_errors(clean_env, options):
+    with pytest.raises(InputError, match=f"{next(iter(options))}"):
+        _env_agent("http://127.0.0.1:9/v1", **options)
 
 
 @pytest.mark.parametrize("answer", [{"choices": []}, "not json at all", {"object": "chat.completion"}])
