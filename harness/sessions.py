@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -227,8 +228,13 @@ def _session(obj: Any, where: str, root: Path, probs: _Problems) -> Session | No
     if not isinstance(ws_rel, str):
         probs.add(where, "workspace", f"must be a string, got {type(ws_rel).__name__}")
     else:
-        ws = (root / ws_rel).resolve()
-        if not ws.is_dir():
+        try:
+            ws = (root / ws_rel).resolve()
+        except (OSError, ValueError):  # a NUL byte or a lone surrogate: no path the OS can hold
+            ws = None
+        if ws is None:
+            probs.add(where, "workspace", f"{ws_rel!r} is not a usable path")
+        elif not ws.is_dir():
             probs.add(where, "workspace", f"folder {ws_rel} does not exist")
         elif root.resolve() not in ws.parents:
             probs.add(where, "workspace", f"{ws_rel} is outside the suite folder")
@@ -252,7 +258,9 @@ def _session(obj: Any, where: str, root: Path, probs: _Problems) -> Session | No
                          ("gutter_px", (int, float)), ("zoom", (int, float))):
             if key in vp_obj:
                 val = _get(vp_obj, key, typ, where, probs, f"ide_context.viewport.{key}")
-                if val is not None and (val < 0 or (key != "scroll_top_line" and key != "gutter_px" and val == 0)):
+                if val is not None and not math.isfinite(val):  # json.loads reads NaN and Infinity
+                    probs.add(where, f"ide_context.viewport.{key}", f"must be a finite number, got {val}")
+                elif val is not None and (val < 0 or (key != "scroll_top_line" and key != "gutter_px" and val == 0)):
                     probs.add(where, f"ide_context.viewport.{key}", f"must be positive, got {val}")
         if not any(p.startswith(f"{where}: ide_context.viewport") for p in probs.items):
             vp = Viewport(**{k: vp_obj[k] for k in vp_obj if k in Viewport.__dataclass_fields__})
@@ -342,6 +350,9 @@ def load_suite(name_or_path: str | Path) -> Suite:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             probs.add(f"line {n}", "json", f"not valid JSON ({e.msg} at column {e.colno})")
+            continue
+        except (ValueError, RecursionError) as e:  # an integer over Python's digit limit; nesting too deep
+            probs.add(f"line {n}", "json", f"not valid JSON ({type(e).__name__}: {str(e)[:120]})")
             continue
         sid = obj.get("session_id") if isinstance(obj, dict) else None
         where = f"line {n} (session {sid})" if isinstance(sid, str) else f"line {n}"

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harness.cli import main
 from harness.errors import InputError
@@ -130,3 +133,182 @@ def test_run_refuses_an_unknown_agent(tmp_path, capsys):
     assert main(["run", "--suite", "jest-bugfix", "--agent", "gpt-magic", "--out", str(tmp_path / "r")]) == 2
     assert "unknown agent 'gpt-magic'; known: " in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+# ------------------------------------------------------------------------------ properties (hypothesis)
+# The loader's promise over inputs no list of cases covers: whatever a line of sessions.jsonl holds,
+# load_suite returns the suite or raises one InputError whose problems each name their line, never
+# another exception. Examples are derandomized (the same ones every run, so a failure reproduces and
+# mutation testing sees a fixed test) and not stored (no .hypothesis folder in the checkout).
+PROPERTY = settings(max_examples=150, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                    max_leaves=8)
+# A junk line: text (no newline: one line each), any JSON value, bytes that may not be UTF-8, or
+# JSON that Python's parser refuses with something other than JSONDecodeError (an integer over its
+# 4300-digit limit, nesting deeper than its recursion limit).
+JUNK = st.one_of(st.text(max_size=40).map(lambda s: s.replace("\n", " ")),
+                 JSON.map(lambda v: json.dumps(v)),
+                 st.binary(max_size=20).map(lambda b: b.replace(b"\n", b" ")),
+                 st.integers(3000, 6000).map(lambda n: "7" * n),
+                 st.integers(100, 50_000).map(lambda n: "[" * n + "]" * n))
+
+
+@pytest.fixture(scope="module")
+def property_suite(tmp_path_factory):
+    """A suite folder with the bundled first session's workspace; each example rewrites sessions.jsonl."""
+    first = json.loads((BUNDLED / "sessions.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    root = tmp_path_factory.mktemp("prop") / "suite"
+    shutil.copytree(BUNDLED / first["workspace"], root / first["workspace"])
+    return first, root
+
+
+def _write_lines(root: Path, lines: list[str | bytes]) -> None:
+    (root / "sessions.jsonl").write_bytes(b"\n".join(x if isinstance(x, bytes) else x.encode("utf-8", "surrogatepass")
+                                                     for x in lines) + b"\n")
+
+
+def _problem_lines(err: InputError) -> list[str]:
+    head, *items = str(err).split("\n")
+    assert head.endswith("problem(s):") and len(items) == int(head.rsplit(": ", 2)[-1].split()[0])
+    return [i.strip() for i in items]
+
+
+def _blank(line: str | bytes) -> bool:
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    return not line.strip()
+
+
+@PROPERTY
+@given(junk=st.lists(JUNK, min_size=1, max_size=4))
+def test_property_junk_lines_are_named_by_line(property_suite, junk):
+    """A valid session on line 1, junk after it: every non-blank junk line is named, nothing else."""
+    first, root = property_suite
+    _write_lines(root, [json.dumps(first), *junk])
+    bad = {n for n, line in enumerate(junk, 2) if not _blank(line)}
+    if not bad:
+        assert [s.session_id for s in load_suite(root).sessions] == [first["session_id"]]
+        return
+    with pytest.raises(InputError) as e:
+        load_suite(root)
+    named = {int(p.split(":")[0].split()[1]) for p in _problem_lines(e.value)}
+    assert named == bad, str(e.value)
+
+
+def _paths(value, prefix=()) -> list[tuple]:
+    """Every place in a JSON value (dict keys and list indices), outermost first."""
+    out = []
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        out.append((*prefix, k))
+        out += _paths(v, (*prefix, k))
+    return out
+
+
+FIRST = json.loads((BUNDLED / "sessions.jsonl").read_text(encoding="utf-8").splitlines()[0])
+DELETE = object()
+
+
+@PROPERTY
+@given(where=st.sampled_from(_paths(FIRST)), value=st.one_of(st.just(DELETE), JSON))
+def test_property_any_field_of_a_session_replaced_is_a_named_problem_or_still_valid(property_suite, where, value):
+    """One field of a valid session replaced by any JSON value (or removed): the session loads, or
+    each problem names line 1 and the field's top-level name; never another exception."""
+    first, root = property_suite
+    s = copy.deepcopy(first)
+    obj = s
+    for k in where[:-1]:
+        obj = obj[k]
+    if value is DELETE:
+        del obj[where[-1]]
+    else:
+        obj[where[-1]] = value
+    _write_lines(root, [json.dumps(s)])
+    try:
+        suite = load_suite(root)
+    except InputError as e:
+        problems = _problem_lines(e)
+        assert problems and all(p.startswith("line 1") for p in problems), problems
+        top = str(where[0])
+        # the field is named, or the session could not be named (its id is the field replaced)
+        assert any(top in p for p in problems) or top == "session_id", problems
+    else:
+        assert len(suite.sessions) == 1
+
+
+# Path fields: text that no file system holds (NUL bytes, lone surrogates) among ordinary names.
+PATHISH = st.lists(st.sampled_from(["a", "b", ".", "/", "..", "src", "\0", "\ud800", "é", " "]), max_size=8).map("".join)
+PATH_FIELDS = ["workspace", "cursor_target.file", "ide_context.cursor_position.file", "ide_context.open_files.0",
+               "verify.test_files.0"]
+
+
+@PROPERTY
+@given(field=st.sampled_from(PATH_FIELDS), value=PATHISH)
+def test_property_path_fields_are_named_problems_or_workspace_files(property_suite, field, value):
+    first, root = property_suite
+    _write_lines(root, [json.dumps(_mutate(first, field, value))])
+    try:
+        suite = load_suite(root)
+    except InputError as e:
+        problems = _problem_lines(e)
+        name = field.replace(".0", "")
+        assert problems and all(p.startswith("line 1 (session ") for p in problems), problems
+        assert any(f": {name}" in p for p in problems), problems
+    else:
+        ws = suite.sessions[0].workspace
+        assert ws.is_dir() and (field == "workspace" or (ws / value).is_file())
+
+
+VIEWPORT_KEYS = ["scroll_top_line", "line_height_px", "char_width_px", "gutter_px", "zoom"]
+
+
+@PROPERTY
+@given(key=st.sampled_from(VIEWPORT_KEYS), value=st.one_of(st.floats(), st.integers(-10, 10**6)))
+def test_property_a_loaded_viewport_is_finite_and_positive(property_suite, key, value):
+    """Whatever number a viewport field holds, a session that loads has a usable one (cursor error
+    in pixels divides and multiplies by these): finite, positive (scroll and gutter may be 0)."""
+    first, root = property_suite
+    _write_lines(root, [json.dumps(_mutate(first, f"ide_context.viewport.{key}", value))])
+    try:
+        suite = load_suite(root)
+    except InputError as e:
+        assert all(f"ide_context.viewport.{key}: must be" in p for p in _problem_lines(e))
+    else:
+        got = getattr(suite.sessions[0].ide_context.viewport, key)
+        assert got == value and math.isfinite(got)
+        assert got >= 0 if key in ("scroll_top_line", "gutter_px") else got > 0
+
+
+@pytest.mark.parametrize("line,problem", [
+    ("1" * 5000, "line 1: json: not valid JSON (ValueError: Exceeds the limit (4300 digits)"),
+    ("[" * 100_000 + "]" * 100_000, "line 1: json: not valid JSON (RecursionError: maximum recursion depth"),
+], ids=["huge-integer", "deep-nesting"])
+def test_json_that_python_cannot_hold_is_a_named_problem(one_session_suite, line, problem):
+    """These raised ValueError and RecursionError out of load_suite (the junk-line property finds them too)."""
+    _, write = one_session_suite
+    with pytest.raises(InputError) as e:
+        load_suite(write(line))
+    assert problem in str(e.value)
+
+
+@pytest.mark.parametrize("path,value,expected", [
+    ("workspace", "work\0spaces", f"{SID}: workspace: 'work\\x00spaces' is not a usable path"),
+    ("workspace", "\ud800", f"{SID}: workspace: '\\ud800' is not a usable path"),
+    ("ide_context.viewport.zoom", float("nan"), f"{SID}: ide_context.viewport.zoom: must be a finite number, got nan"),
+    ("ide_context.viewport.line_height_px", float("inf"),
+     f"{SID}: ide_context.viewport.line_height_px: must be a finite number, got inf"),
+], ids=["nul-byte", "lone-surrogate", "nan", "infinity"])
+def test_fields_python_reads_but_the_sandbox_cannot_use(one_session_suite, path, value, expected):
+    """A workspace path the OS cannot hold raised ValueError; NaN and Infinity (json.loads reads
+    them) were accepted as viewport sizes, making every cursor error NaN (the properties above find
+    both)."""
+    first, write = one_session_suite
+    with pytest.raises(InputError) as e:
+        load_suite(write(_mutate(first, path, value)))
+    assert expected in str(e.value)
