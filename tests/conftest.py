@@ -75,6 +75,34 @@ def sandboxes_of(pid: int) -> list[str]:
     return _docker.leftovers(owner_pid=pid)
 
 
+def reserve_port() -> int:
+    """A loopback port for a server that takes its port as an argument (`transformers serve`,
+    Composer's master port, a server started later in the test).
+
+    Binding port 0 and closing leaves the port free for anyone until the server binds it. Here it
+    is left in TIME_WAIT instead (the accepted side closes first), so the OS hands it to no other
+    socket for about a minute, while a server that binds with SO_REUSEADDR (uvicorn, torch's TCP
+    store, http.server) still can: the technique of Yelp's ephemeral-port-reserve, ten lines here
+    rather than a dependency. A bound socket kept open would block such a server too."""
+    import socket
+
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            accepted, _ = s.accept()
+            accepted.close()  # the accepted side closes first: TIME_WAIT sits on our port
+    return port
+
+
+@pytest.fixture(scope="session")
+def free_port():
+    """free_port(): a loopback port reserved for a server the test starts (see reserve_port)."""
+    return reserve_port
+
+
 @pytest.fixture
 def sandbox_starts(monkeypatch):
     """The names of the sandbox containers this process creates from now on (the real

@@ -46,20 +46,17 @@ def tiny_overrides():
 
 
 @pytest.fixture
-def launch_two_ranks():
+def launch_two_ranks(free_port):
     """Run finetune.train with TINY_CONFIG in 2 processes (gloo) through Composer's own launcher.
 
     Returns a function (tmp_path, overrides) that asserts the launch succeeded.
     """
     import os
-    import socket
     import subprocess
     import sys
 
     def launch(tmp_path: Path, overrides: list[str]) -> subprocess.CompletedProcess:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         launcher = os.path.join(os.path.dirname(sys.executable), "composer")
         cmd = [launcher, "-n", "2", "--master_port", str(port),
                "--stdout", str(tmp_path / "out{rank}.txt"), "--stderr", str(tmp_path / "err{rank}.txt"),

@@ -7,7 +7,6 @@ git_status, after which it babbles, so every rollout has parsed actions and inva
 from __future__ import annotations
 
 import shutil
-import socket
 import sys
 import threading
 from pathlib import Path
@@ -141,15 +140,13 @@ def test_backend_episodes_through_the_sandbox(backend, hf, model_dir, image):
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_runner_end_to_end_resumes_after_the_server_was_down(model_dir, tmp_path, image):
+def test_runner_end_to_end_resumes_after_the_server_was_down(model_dir, tmp_path, image, free_port):
     """harness.run (what `etai run` calls) with both backends. While the server is down its rows are
     infra_error and the run is incomplete; the rerun fills exactly those, the hf rows come from cache."""
     import harness
     from harness.results import read_rows
 
-    with socket.socket() as s:  # a port nobody listens on until the server starts there
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nobody listens there until the server starts there
     specs = [f"hf:{model_dir}", f"openai:http://127.0.0.1:{port}/v1#tiny"]
     kw = {"k": 2, "max_steps": 3, "workers": 2, "out": tmp_path / "run", "progress": False,
           "session_ids": [s.session_id for s in SUITE.sessions[:2]],

@@ -11,7 +11,6 @@ against tests/harness/openai_server.py.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -30,11 +29,9 @@ pytestmark = [pytest.mark.train, pytest.mark.docker, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(tmp_path_factory, free_port):
     model = tiny_model.build(tmp_path_factory.getbasetemp() / "etai-tiny-model")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     cli = Path(sys.executable).parent / "transformers"
     proc = subprocess.Popen([str(cli), "serve", "--force_model", str(model), "--host", "127.0.0.1",
                              "--port", str(port), "--device", "cpu"],
