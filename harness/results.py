@@ -83,7 +83,9 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                 row = json.loads(raw)
             except ValueError:
                 continue
-            key = row.get("cache_key")
+            if not isinstance(row, dict) or "cache_key" not in row:
+                continue  # valid JSON but not a row (a hand-edited file): skipped like a torn one
+            key = row["cache_key"]
             old = by_key.get(key)
             if old is None or (old.get("status") in NON_TERMINAL and row.get("status") not in NON_TERMINAL):
                 by_key[key] = row

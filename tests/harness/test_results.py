@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
+import os
+import stat
+from pathlib import Path
 
-from harness.results import ResultStore, cache_key, read_rows, write_json_atomic
+import pytest
+
+from harness import results
+from harness.errors import FolderBusy, InfraError, InputError
+from harness.results import LOCK, ResultStore, RunFolder, cache_key, read_rows, write_json_atomic
 
 
 def test_cache_key_is_stable_and_order_sensitive():
@@ -48,3 +57,186 @@ def test_write_json_atomic_leaves_no_temp_file(tmp_path):
     write_json_atomic(tmp_path / "s.json", {"a": 2})
     assert json.loads((tmp_path / "s.json").read_text()) == {"a": 2}
     assert [f.name for f in tmp_path.iterdir()] == ["s.json"]
+
+
+# --- what the mutation run (scripts/mutation, #12) showed untested ----------------------------
+
+ENOSPC = OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_cache_key_is_the_sha256_of_compact_sorted_json():
+    # the blob written by hand: compact separators, sorted keys, non-JSON values as str()
+    blob = b'["a",1,{"x":1,"y":[2,3]},"runs/x"]'
+    assert cache_key("a", 1, {"y": [2, 3], "x": 1}, Path("runs/x")) == hashlib.sha256(blob).hexdigest()[:32]
+
+
+def test_write_json_atomic_writes_sorted_indented_json(tmp_path):
+    write_json_atomic(tmp_path / "s.json", {"b": [1], "a": Path("p")})
+    assert (tmp_path / "s.json").read_text() == '{\n  "a": "p",\n  "b": [\n    1\n  ]\n}\n'
+
+
+def test_write_json_atomic_failures_are_typed_and_leave_nothing(tmp_path, monkeypatch):
+    # a missing folder is the user's choice of place: InputError naming the file
+    target = tmp_path / "no" / "s.json"
+    with pytest.raises(InputError) as err:
+        write_json_atomic(target, {})
+    assert err.value.where == str(target) and "cannot write: No such file or directory" in str(err.value)
+    # a full disk is the machine's: InfraError, and the temp file is gone
+    monkeypatch.setattr(results.os, "replace", lambda *a: (_ for _ in ()).throw(ENOSPC))
+    with pytest.raises(InfraError, match=f"^{tmp_path / 's.json'}: cannot write: No space left on device$"):
+        write_json_atomic(tmp_path / "s.json", {"a": 1})
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EIO])
+def test_storage_error_full_or_failing_disk_is_infra(code):
+    e = results.storage_error(OSError(code, "boom"), Path("/r/x"), "cannot write")
+    assert type(e) is InfraError and str(e) == "/r/x: cannot write: boom"
+
+
+@pytest.mark.parametrize("code", [errno.EACCES, errno.EROFS, errno.ENOTDIR])
+def test_storage_error_anything_else_is_the_users_place(code):
+    e = results.storage_error(OSError(code, "nope"), Path("/r/x"), "cannot write")
+    assert type(e) is InputError and e.where == "/r/x" and str(e) == "/r/x: cannot write: nope"
+
+
+def test_read_rows_skips_bad_lines_and_keeps_the_first_of_two_infra_errors(tmp_path):
+    p = tmp_path / "results.jsonl"
+    p.write_text('{"cache_key": "a", "status": "passed"}\n'
+                 "not json\n"
+                 "null\n"  # valid JSON but not a row (a hand-edited file): skipped, not a crash
+                 '{"status": "passed"}\n'  # a row without a key: skipped too (was a KeyError)
+                 '{"cache_key": "b", "status": "infra_error", "n": 1}\n'
+                 '{"cache_key": "b", "status": "infra_error", "n": 2}\n'
+                 '{"cache_key": "c", "status": "passed"}\n')
+    assert [(r["cache_key"], r.get("n")) for r in read_rows(p)] == [("a", None), ("b", 1), ("c", None)]
+
+
+def test_store_creates_nested_folders_and_lists_its_rows(tmp_path):
+    s = ResultStore(tmp_path / "a" / "b")
+    s.append({"cache_key": "k1", "status": "passed"})
+    s.append({"cache_key": "k2", "status": "failed"})
+    assert [r["cache_key"] for r in s.rows()] == ["k1", "k2"]
+
+
+def test_append_writes_one_sorted_line_with_mode_0644(tmp_path):
+    old = os.umask(0o022)
+    try:
+        s = ResultStore(tmp_path)
+        s.append({"status": "passed", "cache_key": "k", "path": Path("p")})
+    finally:
+        os.umask(old)
+    p = tmp_path / "results.jsonl"
+    assert p.read_text() == '{"cache_key": "k", "path": "p", "status": "passed"}\n'
+    assert stat.S_IMODE(p.stat().st_mode) == 0o644
+    with pytest.raises(ValueError, match="^a result row needs a cache_key$"):
+        s.append({"status": "passed"})
+
+
+def test_append_terminal_status_is_known_at_once(tmp_path):
+    s = ResultStore(tmp_path)
+    s.append({"cache_key": "k", "status": "infra_error"})
+    assert not s.has("k")
+    s.append({"cache_key": "k", "status": "failed"})
+    assert s.has("k")
+    assert [r["status"] for r in s.rows()] == ["failed"]  # the retry replaces the infra row
+
+
+def short_then_full(monkeypatch):
+    """os.write as on a disk filling up: the first call writes 5 bytes, the next fails ENOSPC."""
+    real, calls = os.write, []
+
+    def write(fd, data):
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real(fd, bytes(data[:5]))
+        raise ENOSPC
+
+    monkeypatch.setattr(results.os, "write", write)
+    return calls
+
+
+def test_a_failed_first_append_leaves_no_file(tmp_path, monkeypatch):
+    s = ResultStore(tmp_path)
+    short_then_full(monkeypatch)
+    with pytest.raises(InfraError, match="results.jsonl: cannot write a result row: No space left on device$"):
+        s.append({"cache_key": "k", "status": "passed"})
+    assert not (tmp_path / "results.jsonl").exists() and not s.has("k")
+
+
+def test_a_failed_append_is_cut_back_to_the_rows_before(tmp_path, monkeypatch):
+    s = ResultStore(tmp_path)
+    s.append({"cache_key": "k1", "status": "passed"})
+    before = (tmp_path / "results.jsonl").read_bytes()
+    calls = short_then_full(monkeypatch)
+    with pytest.raises(InfraError):
+        s.append({"cache_key": "k2", "status": "passed"})
+    assert calls[1] == calls[0] - 5  # the short write was continued, not restarted
+    assert (tmp_path / "results.jsonl").read_bytes() == before
+
+
+@pytest.mark.parametrize("torn", [
+    "{",  # a one-byte file: nothing but the torn row
+    '{}\n{"cache_key": "k2", "sta',  # a newline at byte 2 says nothing about the end of the file
+    '{"cache_key": "a"}\n{"cache_key": "b"}\n{"cache_k',  # two whole rows before the torn one
+])
+def test_torn_tail_is_cut_whatever_comes_before(tmp_path, torn):
+    p = tmp_path / "results.jsonl"
+    p.write_text(torn)
+    whole = torn[: torn.rfind("\n") + 1]
+    ResultStore(tmp_path).append({"cache_key": "new"})
+    assert p.read_text() == whole + '{"cache_key": "new"}\n'
+
+
+# --- RunFolder: the run's hold on its folder ---------------------------------------------------
+
+
+def test_run_folder_holds_the_folder_and_names_its_pid(tmp_path):
+    with RunFolder(tmp_path / "run") as f:
+        assert (tmp_path / "run" / LOCK).read_text() == f"{os.getpid()}\n"
+        with pytest.raises(FolderBusy) as err:  # a second hold (its own open file) is refused
+            RunFolder(tmp_path / "run").__enter__()
+        assert err.value.holder == os.getpid() and err.value.where == str(tmp_path / "run")
+        assert f"in use by another etai run (pid {os.getpid()})" in str(err.value)
+        (f.path / "results.jsonl").write_text("")
+    # released: the next run takes it (and the folder, not empty, stays)
+    with RunFolder(tmp_path / "run"):
+        pass
+    assert sorted(x.name for x in (tmp_path / "run").iterdir()) == [LOCK, "results.jsonl"]
+
+
+def test_run_folder_takes_over_a_dead_runs_lock(tmp_path):
+    (tmp_path / LOCK).write_text("999999999\n")  # no lock held: its process is gone
+    with RunFolder(tmp_path):
+        assert (tmp_path / LOCK).read_text() == f"{os.getpid()}\n"
+
+
+def test_run_folder_busy_with_an_unreadable_holder(tmp_path):
+    with RunFolder(tmp_path):
+        (tmp_path / LOCK).write_text("garbage")
+        with pytest.raises(FolderBusy, match=r"\(pid unknown\)") as err:
+            RunFolder(tmp_path).__enter__()
+        assert err.value.holder is None
+
+
+def test_run_folder_made_by_a_run_that_wrote_nothing_goes_again(tmp_path):
+    with RunFolder(tmp_path / "a" / "b" / "run"):
+        assert (tmp_path / "a" / "b" / "run" / LOCK).exists()
+    assert list(tmp_path.iterdir()) == []  # the parents it made go too
+    (tmp_path / "mine").mkdir()
+    with RunFolder(tmp_path / "mine"):
+        pass
+    assert (tmp_path / "mine").is_dir()  # a folder the user made stays
+
+
+def test_run_folder_that_is_a_file_or_under_a_file_is_input_error(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(InputError, match="the run folder is a file; name a folder with --out") as err:
+        RunFolder(tmp_path / "f").__enter__()
+    assert err.value.where == str(tmp_path / "f")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_text("x")
+    with pytest.raises(InputError, match="cannot write the run folder") as err:
+        RunFolder(tmp_path / "d" / "f" / "run").__enter__()  # mkdir under a file: ENOTDIR
+    assert not isinstance(err.value, InfraError)
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["d", "f"]
