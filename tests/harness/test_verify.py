@@ -37,6 +37,7 @@ def test_gold_takes_tests_passing_in_every_run_with_their_fewest_assertions():
     gold = Gold.from_outcomes(runs, [F])
     assert dict(gold.tests) == {f"{F}::x": (1, 2), f"{F}::y": (2, 2)}
     assert Gold.from_json(gold.to_json()) == gold and Gold.from_json(None) is None
+    assert Gold.from_outcomes([], [F]) == Gold({})  # no reference run: nothing to hold an agent to
 
 
 def test_gold_rule_names_the_first_shortfall():
@@ -57,7 +58,8 @@ PATHS = ["tests/a.test.js", "tests/helpers/data.json", "test/x.js", "spec/y.js",
          "src/__mocks__/api.js", "src/__snapshots__/a.snap", "lib/__fixtures__/f.txt", "src/a.test.js",
          "src/a.spec.ts", "package.json", "jest.config.js", "babel.config.cjs", ".babelrc", "src/.babelrc.json",
          "tsconfig.build.json", "src/a.js", "src/tests.js", "src/test/a.js", "node_modules/x/package.json",
-         "lib/fixtures/data.json", "README.md", "src/testing.js"]
+         "lib/fixtures/data.json", "README.md", "src/testing.js",
+         "tests", "spec"]  # a file named like a test folder, at the top: not a folder of tests
 
 
 def test_protected_set_is_the_same_in_the_guard_and_in_verify():
@@ -210,6 +212,14 @@ def test_verify_needs_a_passing_verification_test():
     assert "verification" in v.checks and v.reason == "no verification test passed"
 
 
+def test_verify_test_names_may_hold_the_id_separator():
+    """A test id is ``file::full name``; a name may itself hold "::" (``describe("Cart::add")``):
+    the file is what comes before the first one."""
+    tests = {W: [("Cart::add works", "passed")], O: [("old", "passed")]}
+    v = _verdict(tests, base=_base(passing=frozenset({f"{O}::old"})))
+    assert (v.green, v.checks) == (True, [])
+
+
 def test_verify_protected_file_changed_added_or_removed():
     changed = dict(CLEAN, **{W: "edited"})
     v = _verdict(files=changed)
@@ -335,6 +345,9 @@ def test_take_baseline_measures_what_the_preflight_did_not():
     assert base.protected_listing == {"package.json", W, O, "tests/data.json"}
     assert base.protected == {"package.json": "pkg-hash", W: "w-hash", O: "o-hash", "tests/data.json": "d",
                               "setup/jest.setup.js": "s", **{c: None for c in CONFIG_FILES if c != "package.json"}}
+    sb = FakeSandbox(files, _jest_answer(ALL_PASS), limits=Limits(timeout_s=4))
+    take_baseline(sb, [W, O], timeout=2.5)
+    assert sb.requests[0] == ("jest", {"timeout_ms": 2500, "output_cap": Limits().output_cap}, 2.5)
     base = take_baseline(FakeSandbox(files, {}), [W], passing=[f"{W}::x"], gold=Gold({}), timeout=1)
     assert (base.passing, base.test_files, base.gold) == ({f"{W}::x"}, (W,), Gold({}))
 
