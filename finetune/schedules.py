@@ -22,7 +22,7 @@ class CompositeWeights:
 
 Schedule = Callable[[int], CompositeWeights]
 SCHEDULES: Registry[Schedule] = Registry(
-    "weight schedule", "algorithms.loss_weight_schedule.schedule"
+    "weight schedule", "algorithms.loss_weight_schedule.schedule", group="etai.schedules"
 )
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
-from harness.errors import InputError
 from harness.etai_format import Action, FinalAnswer, InvalidAction
+from harness.registry import Registry
 from harness.sessions import Cursor, Session, Suite
 
 Decision = Action | FinalAnswer | InvalidAction
@@ -72,25 +72,27 @@ class AgentContext:
 
 
 Factory = Callable[[str | None, AgentContext], Agent]
-_REGISTRY: dict[str, tuple[Factory, str]] = {}
+# prefix -> factory(arg, ctx). hf and openai need extras; without them they are simply absent.
+# Plug-ins: entry-point group etai.agents (the name is the spec's prefix).
+AGENTS: Registry[Factory] = Registry(
+    "agent", group="etai.agents", builtins=("harness.agents._builtin",),
+    optional=("harness.agents.hf", "harness.agents.openai"), where="--agent")
 
 
 def register(prefix: str, factory: Factory, description: str) -> None:
-    _REGISTRY[prefix] = (factory, description)
+    AGENTS.register(prefix, factory, description=description)
 
 
 def known() -> dict[str, str]:
-    _load()
-    return {k: d for k, (_, d) in sorted(_REGISTRY.items())}
+    return {k: AGENTS.about(k).get("description", "") for k in sorted(AGENTS.names())}
 
 
 def from_spec(spec: str, ctx: AgentContext) -> Agent:
     """Build the agent a spec names: ``NAME`` or ``NAME:ARG`` (e.g. ``replay:runs/x.jsonl``)."""
-    _load()
     name, sep, arg = spec.partition(":")
-    if name not in _REGISTRY:
-        raise InputError(f"unknown agent {spec!r}; known: {', '.join(sorted(_REGISTRY))}", where="--agent")
-    return _REGISTRY[name][0](arg if sep else None, ctx)
+    if name not in AGENTS:
+        AGENTS.get(spec)  # the registry's own error: unknown agent 'SPEC'; known: ...
+    return AGENTS.get(name)(arg if sep else None, ctx)
 
 
 def check_available(agent: Agent) -> None:
@@ -102,14 +104,3 @@ def check_available(agent: Agent) -> None:
 def cursor_of(episode: Episode) -> Cursor | None:
     c = getattr(episode, "cursor", None)
     return c if isinstance(c, Cursor) else None
-
-
-def _load() -> None:
-    from harness.agents import _builtin  # noqa: F401  (registers oracle, noop, replay)
-
-    for mod in ("harness.agents.hf", "harness.agents.openai"):
-        try:
-            __import__(mod)
-        except ImportError as e:
-            if not (e.name and mod.startswith(e.name)):
-                raise

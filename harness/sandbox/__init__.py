@@ -8,9 +8,11 @@ it exists to debug on machines without Docker and must be asked for by name.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
+
+from harness.registry import Registry
 
 
 class Status(str, enum.Enum):
@@ -80,38 +82,28 @@ class ToolFailure(Exception):
     """The runner refused a request (bad path, missing file, ...): a result for the agent, not a crash."""
 
 
-@dataclass
-class _Entry:
-    start: Callable[..., Sandbox]
-    description: str
-    safe: bool = field(default=True)
-
-
-_REGISTRY: dict[str, _Entry] = {}
+# name -> start(workspace, *, limits, **kw) -> Sandbox. Plug-ins: entry-point group etai.sandboxes.
+SANDBOXES: Registry[Callable[..., Sandbox]] = Registry(
+    "sandbox", group="etai.sandboxes", builtins=("harness.sandbox._docker", "harness.sandbox._local"),
+    where="--sandbox")
 
 
 def register(name: str, start: Callable[..., Sandbox], description: str, *, safe: bool = True) -> None:
-    _REGISTRY[name] = _Entry(start, description, safe)
+    SANDBOXES.register(name, start, description=description, safe=safe)
 
 
 def names() -> list[str]:
-    _load_builtins()
-    return sorted(_REGISTRY)
+    return list(SANDBOXES.names())
 
 
 def require_kind(kind: str) -> None:
     """InputError unless ``kind`` is a registered sandbox (a run checks this before anything starts)."""
-    _load_builtins()
-    if kind not in _REGISTRY:
-        from harness.errors import InputError
-
-        raise InputError(f"unknown sandbox {kind!r}; known: {', '.join(sorted(_REGISTRY))}", where="--sandbox")
+    SANDBOXES.get(kind)
 
 
 def start(kind: str, workspace: Path | str, *, limits: Limits | None = None, **kw: Any) -> Sandbox:
     """Start a sandbox of ``kind`` with a copy of ``workspace``; the caller must ``close()`` it."""
-    require_kind(kind)
-    return _REGISTRY[kind].start(Path(workspace), limits=limits or Limits(), **kw)
+    return SANDBOXES.get(kind)(Path(workspace), limits=limits or Limits(), **kw)
 
 
 def close_quietly(sb: Sandbox) -> None:
@@ -123,7 +115,3 @@ def close_quietly(sb: Sandbox) -> None:
         sb.close()
     except InfraError:
         pass
-
-
-def _load_builtins() -> None:
-    from harness.sandbox import _docker, _local  # noqa: F401  (they register themselves; cached after once)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from harness.errors import SandboxDead
+from harness.registry import Registry
 from harness.sandbox import Sandbox, ToolFailure
 
 
@@ -49,41 +50,37 @@ class ToolResult:
         return d
 
 
-_REGISTRY: dict[str, Tool] = {}
+# Built-ins first, in their order, then plug-ins (entry-point group etai.tools, Tool objects) by name.
+TOOLS: Registry[Tool] = Registry("tool", group="etai.tools", builtins=("harness.tools._builtin",))
 
 
 def register(tool: Tool) -> Tool:
-    _REGISTRY[tool.name] = tool
-    return tool
+    return TOOLS.register(tool.name, tool)
 
 
 def get(name: str) -> Tool:
-    _load()
-    return _REGISTRY[name]
+    return TOOLS.get(name)
 
 
 def tool_names() -> tuple[str, ...]:
     """Names of the registered tools, in registry order (stable: model heads index into it)."""
-    _load()
-    return tuple(_REGISTRY)
+    return TOOLS.names()
 
 
 def schemas() -> list[dict[str, Any]]:
-    _load()
-    return [t.schema() for t in _REGISTRY.values()]
+    return [t.schema() for _, t in TOOLS.items()]
 
 
 def validate(name: str, args: Any) -> str | None:
     """None if ``args`` fit tool ``name``'s schema, else a message naming the problem."""
-    _load()
-    if name not in _REGISTRY:
-        return f"unknown tool {name!r}; known: {', '.join(_REGISTRY)}"
+    if name not in TOOLS:
+        return f"unknown tool {name!r}; known: {', '.join(TOOLS.names())}"
     if not isinstance(args, dict):
         return f"arguments of {name} must be a JSON object, got {type(args).__name__}"
     import jsonschema  # the field's validator; schemas stay standard for model servers too
 
     try:
-        jsonschema.validate(args, _REGISTRY[name].parameters)
+        jsonschema.validate(args, TOOLS.get(name).parameters)
     except jsonschema.ValidationError as e:
         where = "/".join(str(p) for p in e.absolute_path) or "arguments"
         return f"bad arguments for {name} ({where}): {e.message}"
@@ -95,7 +92,7 @@ def call(sandbox: Sandbox, name: str, args: Any) -> ToolResult:
     problem = validate(name, args)
     if problem:
         return ToolResult(name, "error", {}, problem, 0.0)
-    tool = _REGISTRY[name]
+    tool = TOOLS.get(name)
     try:
         data = tool.run(sandbox, args)
     except ToolFailure as e:
@@ -104,11 +101,6 @@ def call(sandbox: Sandbox, name: str, args: Any) -> ToolResult:
         status = "timeout" if "did not answer" in str(e) else "infra_error"
         return ToolResult(name, status, {}, f"sandbox unavailable: {e}", time.monotonic() - t0)
     return ToolResult(name, tool.status_of(data), data, None, time.monotonic() - t0)
-
-
-def _load() -> None:
-    if not _REGISTRY:
-        from harness.tools import _builtin  # noqa: F401  (registers the built-ins)
 
 
 # Kept for callers that want the names without loading the registry module.
