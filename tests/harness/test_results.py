@@ -62,6 +62,8 @@ def test_write_json_atomic_leaves_no_temp_file(tmp_path):
 # --- what the mutation run (scripts/mutation, #12) showed untested ----------------------------
 
 ENOSPC = OSError(errno.ENOSPC, "No space left on device")
+UMASK = os.umask(0o022)  # read the process's umask (there is no getter) ...
+os.umask(UMASK)  # ... and put it back
 
 
 def test_cache_key_is_the_sha256_of_compact_sorted_json():
@@ -197,7 +199,9 @@ def test_run_folder_holds_the_folder_and_names_its_pid(tmp_path):
         with pytest.raises(FolderBusy) as err:  # a second hold (its own open file) is refused
             RunFolder(tmp_path / "run").__enter__()
         assert err.value.holder == os.getpid() and err.value.where == str(tmp_path / "run")
-        assert f"in use by another etai run (pid {os.getpid()})" in str(err.value)
+        assert str(err.value) == (f"{tmp_path / 'run'}: the run folder is in use by another etai run "
+                                  f"(pid {os.getpid()}); wait for it to end or choose another --out")
+        assert stat.S_IMODE((tmp_path / "run" / LOCK).stat().st_mode) == 0o644 & ~UMASK
         (f.path / "results.jsonl").write_text("")
     # released: the next run takes it (and the folder, not empty, stays)
     with RunFolder(tmp_path / "run"):
@@ -211,12 +215,28 @@ def test_run_folder_takes_over_a_dead_runs_lock(tmp_path):
         assert (tmp_path / LOCK).read_text() == f"{os.getpid()}\n"
 
 
-def test_run_folder_busy_with_an_unreadable_holder(tmp_path):
+@pytest.mark.parametrize("holder", [b"garbage", b"\xff\xfe12\n"])  # not a pid; not even UTF-8
+def test_run_folder_busy_with_an_unreadable_holder(tmp_path, holder):
     with RunFolder(tmp_path):
-        (tmp_path / LOCK).write_text("garbage")
+        (tmp_path / LOCK).write_bytes(holder)
         with pytest.raises(FolderBusy, match=r"\(pid unknown\)") as err:
             RunFolder(tmp_path).__enter__()
         assert err.value.holder is None
+
+
+def test_run_folder_that_cannot_write_its_lock_goes_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(results.os, "ftruncate", lambda fd, n: (_ for _ in ()).throw(ENOSPC))
+    with pytest.raises(InfraError, match=r"run: cannot write the run folder: No space left on device$"):
+        RunFolder(tmp_path / "a" / "run").__enter__()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_run_folder_removed_during_the_run_still_takes_its_parents(tmp_path):
+    import shutil
+
+    with RunFolder(tmp_path / "a" / "b" / "run"):
+        shutil.rmtree(tmp_path / "a" / "b" / "run")  # someone cleaned up under the run
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_run_folder_made_by_a_run_that_wrote_nothing_goes_again(tmp_path):
@@ -231,12 +251,13 @@ def test_run_folder_made_by_a_run_that_wrote_nothing_goes_again(tmp_path):
 
 def test_run_folder_that_is_a_file_or_under_a_file_is_input_error(tmp_path):
     (tmp_path / "f").write_text("x")
-    with pytest.raises(InputError, match="the run folder is a file; name a folder with --out") as err:
+    with pytest.raises(InputError, match="^.*/f: the run folder is a file; name a folder with --out$") as err:
         RunFolder(tmp_path / "f").__enter__()
     assert err.value.where == str(tmp_path / "f")
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "f").write_text("x")
-    with pytest.raises(InputError, match="cannot write the run folder") as err:
-        RunFolder(tmp_path / "d" / "f" / "run").__enter__()  # mkdir under a file: ENOTDIR
+    run = tmp_path / "d" / "f" / "run"
+    with pytest.raises(InputError, match=f"^{run}: cannot write the run folder: Not a directory$") as err:
+        RunFolder(run).__enter__()  # mkdir under a file: ENOTDIR
     assert not isinstance(err.value, InfraError)
     assert sorted(x.name for x in tmp_path.iterdir()) == ["d", "f"]
