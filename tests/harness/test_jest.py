@@ -199,3 +199,38 @@ def test_to_dict_hides_the_record_and_shows_tampering_only_when_there_is_some():
     answer = _answer(PASSING)
     answer["guard"]["tamper"] = ["x"]
     assert jest.from_runner(answer).to_dict()["tamper"] == ["x"]
+
+
+def test_error_location_details():
+    # a workspace whose name ends in characters rstrip would also eat is only stripped of its "/"
+    assert jest.error_location("at /box/X/a.js:1:2", "/box/X") == Location("a.js", 1, 2)
+    # colour codes inside a frame are removed before the frame is read
+    assert jest.error_location("Error\n    at \x1b[2m/w/src/a.js:3:4\x1b[22m", "/w") == Location("src/a.js", 3, 4)
+    # without the runner naming its workspace, the sandbox's own path is assumed
+    answer = _answer([{"file": A, "execError": None,
+                       "tests": [_test("t", "failed", "Error: x\n    at /scratch/ws/src/a.js:7:8")]}])
+    del answer["workspace"]
+    assert jest.from_runner(answer).failed_tests[0].location == Location("src/a.js", 7, 8)
+
+
+def test_no_integrity_record_is_named():
+    r = jest.from_runner(_answer(PASSING) | {"guard": None})
+    assert (r.status, r.reason, r.tamper) == (Status.TAMPERED, "tampered: no integrity record came back with the report",
+                                              ["no integrity record came back with the report"])
+
+
+def test_every_file_of_a_run_is_checked_and_recorded():
+    """Files are checked one by one: a file that failed to load or went unchecked does not end the
+    check of the files after it, and every file's tests are in the record."""
+    loaded = {"file": B, "execError": None, "tests": [_test("three")]}
+    broken = {"file": A, "execError": "SyntaxError", "tests": []}
+    r = jest.from_runner(_answer([broken, loaded]))
+    assert [t.id for t in r.tests] == [f"{B}::three"] and r.status == Status.FAILED
+    answer = _answer([PASSING[0], loaded])
+    answer["guard"]["files"][A]["checked"] = False
+    answer["guard"]["files"][B]["tamper"] = ["fs write"]
+    r = jest.from_runner(answer)
+    assert r.tamper == [f"{A}: the end-of-file integrity check did not run", f"{B}: fs write"]
+    assert [t.id for t in r.tests] == [f"{B}::three"]
+    r = jest.from_runner(_answer([PASSING[0], loaded]))
+    assert [t.id for t in r.tests] == [f"{A}::one", f"{A}::two", f"{B}::three"] and r.status == Status.PASSED
