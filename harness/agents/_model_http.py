@@ -1,16 +1,18 @@
 """JSON over HTTP with a deadline and bounded retries (stdlib only: urllib).
 
-Retried: connection refused or reset, timeouts, HTTP 408, 429 and 5xx, and a 2xx body that is not
-JSON; the wait doubles from ``backoff_s`` (``Retry-After`` is honoured, capped at ``max_backoff_s``).
+Retried: connection refused or reset, timeouts, HTTP 408, 429 and 5xx but 501, and a 2xx body that
+is not JSON; the wait doubles from ``backoff_s`` (``Retry-After`` is honoured, capped at ``max_backoff_s``).
 When the attempts run out the call raises InfraError naming the URL and the last problem
 (ServerUnreachable when that was a failure to connect at all): the loop records an ``infra_error``
-row and the next run retries the session. Other 4xx answers are not
-retried (the same request would fail the same way): they raise HttpStatus for the caller to judge.
+row and the next run retries the session. Other 4xx answers and 501 Not Implemented are not
+retried (the same request would fail the same way): they raise HttpStatus for the caller to judge
+(a 501 that mentions tools switches the openai agent to the text protocol).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import socket
 import time
@@ -35,7 +37,7 @@ class RetryPolicy:
 
 
 class HttpStatus(Exception):
-    """A non-retryable HTTP error answer (a 4xx other than 408/429)."""
+    """A non-retryable HTTP error answer (a 4xx other than 408/429, or 501)."""
 
     def __init__(self, status: int, message: str):
         self.status, self.message = status, message
@@ -75,7 +77,7 @@ def _once(method: str, url: str, data: bytes | None, headers: dict[str, str], ti
             raw = _read(resp, deadline)
     except urllib.error.HTTPError as e:
         message = _error_message(e)
-        if e.code in (408, 429) or e.code >= 500:
+        if e.code in (408, 429) or (e.code >= 500 and e.code != 501):  # 501 Not Implemented is permanent
             raise _Retryable(f"HTTP {e.code}: {message}", _retry_after(e.headers.get("Retry-After"))) from None
         raise HttpStatus(e.code, message) from None
     except urllib.error.URLError as e:
@@ -151,6 +153,8 @@ def _error_message(e: urllib.error.HTTPError) -> str:
 
 def _retry_after(value: str | None) -> float | None:
     try:
-        return max(float(value), 0.0) if value is not None else None
+        seconds = float(value) if value is not None else None
     except ValueError:  # the HTTP-date form: use our own backoff
         return None
+    # float() also reads "nan" and "inf": no wait to sleep (time.sleep(nan) raises); our own backoff
+    return max(seconds, 0.0) if seconds is not None and math.isfinite(seconds) else None

@@ -15,7 +15,7 @@ the model name: a remote server's weights cannot be hashed, so name a model for 
 Environment (options from the API override them: timeout_s, max_retries, backoff_s, protocol):
   ETAI_OPENAI_API_KEY, then OPENAI_API_KEY   bearer token, if set
   ETAI_OPENAI_TIMEOUT                        seconds per request attempt (default 120)
-  ETAI_OPENAI_MAX_RETRIES                    retries on 429/5xx/timeouts/refused (default 3)
+  ETAI_OPENAI_MAX_RETRIES                    retries on 408/429/5xx (not 501)/timeouts/refused (default 3)
   ETAI_OPENAI_PROTOCOL                       auto (default) | tools | text
 
 An unreachable or failing server raises InfraError from ``act`` after the retries: the row is
@@ -29,6 +29,7 @@ worker threads; the server batches them (vLLM and TGI do so continuously).
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,10 +86,10 @@ class OpenAIAgent:
                                  f"one of {', '.join(PROTOCOLS)}")
         self.policy = RetryPolicy(
             timeout_s=_setting(opts, "timeout_s", "ETAI_OPENAI_TIMEOUT", float, RetryPolicy.timeout_s,
-                               lambda v: v > 0, "a positive number of seconds"),
+                               lambda v: 0 < v < math.inf, "a positive number of seconds"),
             max_retries=_setting(opts, "max_retries", "ETAI_OPENAI_MAX_RETRIES", int, RetryPolicy.max_retries,
                                  lambda v: v >= 0, "a non-negative integer"),
-            backoff_s=_setting(opts, "backoff_s", None, float, RetryPolicy.backoff_s, lambda v: v >= 0,
+            backoff_s=_setting(opts, "backoff_s", None, float, RetryPolicy.backoff_s, lambda v: 0 <= v < math.inf,
                                "a non-negative number of seconds"))
         key = env_first("ETAI_OPENAI_API_KEY", "OPENAI_API_KEY")
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}

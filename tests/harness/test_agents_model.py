@@ -310,6 +310,16 @@ def test_backoff_doubles_between_attempts_up_to_the_cap(sleeps):
     assert len(sleeps) == 6 and all(_within_jitter(a, b) for a, b in zip(sleeps, bases)), sleeps
 
 
+@pytest.mark.parametrize("retry_after", ["nan", "inf", "-inf"])
+def test_retry_after_that_is_not_a_finite_number_falls_back_to_our_backoff(sleeps, retry_after):
+    """float() reads these; a NaN wait made time.sleep raise ValueError (the call ended as an agent
+    error, the retry lost), an infinite one was only saved by the cap."""
+    server = HeaderServer([(429, BUSY, {"Retry-After": retry_after}), (200, chat_answer("done"), {})])
+    with serve(server) as url:
+        assert _agent(url, backoff_s=7).start(_task(), 0).act([]) == FinalAnswer("done")
+    assert len(sleeps) == 1 and _within_jitter(sleeps[0], 7.0), sleeps
+
+
 def test_the_last_attempt_is_not_followed_by_a_wait(sleeps):
     server = HeaderServer([(502, BUSY, {"Retry-After": "1"})])
     with serve(server) as url, pytest.raises(InfraError, match="HTTP 502: busy .*gave up after 3 attempt"):
@@ -328,6 +338,22 @@ def test_408_is_retried_other_4xx_are_not(sleeps):
             _agent(url, protocol="tools").start(_task(), 0).act([])
         assert len(server.requests) == 1, status
     assert len(sleeps) == 1  # none more
+
+
+def test_501_is_not_retried_and_a_server_without_tools_falls_back_to_text(sleeps):
+    """501 Not Implemented is permanent (RFC 9110 §15.6.2): it was retried like an overload, so a
+    server answering it to ``tools`` never reached the text-protocol fallback that names it."""
+    server = HeaderServer([(501, {"error": {"message": "tool calling is not implemented"}}, {}),
+                           (200, chat_answer("<STEP><TOOL>git_diff<ARGS>{}"), {})])
+    with serve(server) as url:
+        agent = _agent(url)
+        assert agent.start(_task(), 0).act([]) == Action("git_diff", {}) and agent.mode == "text"
+    assert len(server.requests) == 2 and "tools" in server.requests[0] and "tools" not in server.requests[1]
+    assert sleeps == []
+    server = HeaderServer([(501, {"error": {"message": "not implemented"}}, {})])
+    with serve(server) as url, pytest.raises(InfraError, match="HTTP 501: not implemented"):
+        _agent(url, protocol="text").start(_task(), 0).act([])
+    assert len(server.requests) == 1 and sleeps == []
 
 
 def _env_agent(url: str, **options):
@@ -398,6 +424,7 @@ def test_api_key_from_the_env_etai_first(clean_env):
 
 @pytest.mark.parametrize("name,value,where", [
     ("ETAI_OPENAI_TIMEOUT", "fast", "ETAI_OPENAI_TIMEOUT"), ("ETAI_OPENAI_TIMEOUT", "0", "ETAI_OPENAI_TIMEOUT"),
+    ("ETAI_OPENAI_TIMEOUT", "inf", "ETAI_OPENAI_TIMEOUT"), ("ETAI_OPENAI_TIMEOUT", "nan", "ETAI_OPENAI_TIMEOUT"),
     ("ETAI_OPENAI_MAX_RETRIES", "many", "ETAI_OPENAI_MAX_RETRIES"),
     ("ETAI_OPENAI_MAX_RETRIES", "-1", "ETAI_OPENAI_MAX_RETRIES"),
     ("ETAI_OPENAI_PROTOCOL", "grpc", "ETAI_OPENAI_PROTOCOL")])
@@ -410,6 +437,7 @@ def test_bad_env_settings_are_input_errors_naming_the_variable(clean_env, name, 
 
 @pytest.mark.parametrize("options", [{"timeout_s": "soon"}, {"timeout_s": -1}, {"max_retries": 1.5},
                                      {"max_retries": -2}, {"backoff_s": "x"}, {"backoff_s": -0.5},
+                                     {"backoff_s": float("nan")}, {"timeout_s": float("inf")},
                                      {"protocol": "grpc"}])
 def test_bad_retry_options_are_input_errors(clean_env, options):
     with pytest.raises(InputError, match=f"{next(iter(options))}"):
