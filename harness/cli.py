@@ -11,6 +11,7 @@ import sys
 from typing import Callable
 
 from harness.errors import EtaiError
+from harness.registry import Registry
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -70,24 +71,18 @@ def build_parser() -> argparse.ArgumentParser:
     pr.set_defaults(func=_sandbox_prune)
     sb.add_parser("list", help="list sandbox implementations and labelled containers").set_defaults(func=_sandbox_list)
 
-    for register in _plugins():
-        register(sub)
+    from harness import cli_run
+
+    cli_run.add_parsers(sub)
+    for _, add_parsers in COMMANDS.items():
+        add_parsers(sub)
     return p
 
 
-def _plugins() -> list[Callable]:
-    """Subcommands that live beside the harness; each module adds its own parser."""
-    out = []
-    for mod, attr in (("harness.cli_run", "add_parsers"), ("suites.humaneval.cli", "add_parser"),
-                      ("finetune.cli", "add_parser"), ("reports.cli", "add_parsers")):
-        try:
-            module = __import__(mod, fromlist=[attr])
-        except ImportError as e:
-            if e.name and mod.startswith(e.name):
-                continue  # that part is not installed here
-            raise
-        out.append(getattr(module, attr))
-    return out
+# Subcommands from other packages (humaneval, train, report: see pyproject.toml) and from plug-ins:
+# entry points in the group etai.commands, each a function that adds its parsers to the
+# subparsers it is given. The CLI thus imports no other package by name, and none imports it.
+COMMANDS = Registry("command", group="etai.commands")
 
 
 def main(argv: list[str] | None = None) -> int:

