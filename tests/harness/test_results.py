@@ -69,7 +69,8 @@ os.umask(UMASK)  # ... and put it back
 def test_cache_key_is_the_sha256_of_compact_sorted_json():
     # the blob written by hand: compact separators, sorted keys, non-JSON values as str()
     blob = b'["a",1,{"x":1,"y":[2,3]},"runs/x"]'
-    assert cache_key("a", 1, {"y": [2, 3], "x": 1}, Path("runs/x")) == hashlib.sha256(blob).hexdigest()[:32]
+    got = cache_key("a", 1, {"y": [2, 3], "x": 1}, Path("runs/x"))
+    assert got == hashlib.sha256(blob).hexdigest()[:32]
 
 
 def test_write_json_atomic_writes_sorted_indented_json(tmp_path):
@@ -82,10 +83,12 @@ def test_write_json_atomic_failures_are_typed_and_leave_nothing(tmp_path, monkey
     target = tmp_path / "no" / "s.json"
     with pytest.raises(InputError) as err:
         write_json_atomic(target, {})
-    assert err.value.where == str(target) and "cannot write: No such file or directory" in str(err.value)
+    assert err.value.where == str(target)
+    assert "cannot write: No such file or directory" in str(err.value)
     # a full disk is the machine's: InfraError, and the temp file is gone
     monkeypatch.setattr(results.os, "replace", lambda *a: (_ for _ in ()).throw(ENOSPC))
-    with pytest.raises(InfraError, match=f"^{tmp_path / 's.json'}: cannot write: No space left on device$"):
+    full = f"^{tmp_path / 's.json'}: cannot write: No space left on device$"
+    with pytest.raises(InfraError, match=full):
         write_json_atomic(tmp_path / "s.json", {"a": 1})
     assert list(tmp_path.iterdir()) == []
 
@@ -111,7 +114,8 @@ def test_read_rows_skips_bad_lines_and_keeps_the_first_of_two_infra_errors(tmp_p
                  '{"cache_key": "b", "status": "infra_error", "n": 1}\n'
                  '{"cache_key": "b", "status": "infra_error", "n": 2}\n'
                  '{"cache_key": "c", "status": "passed"}\n')
-    assert [(r["cache_key"], r.get("n")) for r in read_rows(p)] == [("a", None), ("b", 1), ("c", None)]
+    got = [(r["cache_key"], r.get("n")) for r in read_rows(p)]
+    assert got == [("a", None), ("b", 1), ("c", None)]
 
 
 def test_store_creates_nested_folders_and_lists_its_rows(tmp_path):
@@ -161,7 +165,8 @@ def short_then_full(monkeypatch):
 def test_a_failed_first_append_leaves_no_file(tmp_path, monkeypatch):
     s = ResultStore(tmp_path)
     short_then_full(monkeypatch)
-    with pytest.raises(InfraError, match="results.jsonl: cannot write a result row: No space left on device$"):
+    full = "results.jsonl: cannot write a result row: No space left on device$"
+    with pytest.raises(InfraError, match=full):
         s.append({"cache_key": "k", "status": "passed"})
     assert not (tmp_path / "results.jsonl").exists() and not s.has("k")
 
@@ -199,8 +204,9 @@ def test_run_folder_holds_the_folder_and_names_its_pid(tmp_path):
         with pytest.raises(FolderBusy) as err:  # a second hold (its own open file) is refused
             RunFolder(tmp_path / "run").__enter__()
         assert err.value.holder == os.getpid() and err.value.where == str(tmp_path / "run")
-        assert str(err.value) == (f"{tmp_path / 'run'}: the run folder is in use by another etai run "
-                                  f"(pid {os.getpid()}); wait for it to end or choose another --out")
+        assert str(err.value) == (
+            f"{tmp_path / 'run'}: the run folder is in use by another etai run "
+            f"(pid {os.getpid()}); wait for it to end or choose another --out")
         assert stat.S_IMODE((tmp_path / "run" / LOCK).stat().st_mode) == 0o644 & ~UMASK
         (f.path / "results.jsonl").write_text("")
     # released: the next run takes it (and the folder, not empty, stays)
@@ -226,7 +232,8 @@ def test_run_folder_busy_with_an_unreadable_holder(tmp_path, holder):
 
 def test_run_folder_that_cannot_write_its_lock_goes_again(tmp_path, monkeypatch):
     monkeypatch.setattr(results.os, "ftruncate", lambda fd, n: (_ for _ in ()).throw(ENOSPC))
-    with pytest.raises(InfraError, match=r"run: cannot write the run folder: No space left on device$"):
+    full = r"run: cannot write the run folder: No space left on device$"
+    with pytest.raises(InfraError, match=full):
         RunFolder(tmp_path / "a" / "run").__enter__()
     assert list(tmp_path.iterdir()) == []
 
@@ -251,13 +258,15 @@ def test_run_folder_made_by_a_run_that_wrote_nothing_goes_again(tmp_path):
 
 def test_run_folder_that_is_a_file_or_under_a_file_is_input_error(tmp_path):
     (tmp_path / "f").write_text("x")
-    with pytest.raises(InputError, match="^.*/f: the run folder is a file; name a folder with --out$") as err:
+    message = "^.*/f: the run folder is a file; name a folder with --out$"
+    with pytest.raises(InputError, match=message) as err:
         RunFolder(tmp_path / "f").__enter__()
     assert err.value.where == str(tmp_path / "f")
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "f").write_text("x")
     run = tmp_path / "d" / "f" / "run"
-    with pytest.raises(InputError, match=f"^{run}: cannot write the run folder: Not a directory$") as err:
+    message = f"^{run}: cannot write the run folder: Not a directory$"
+    with pytest.raises(InputError, match=message) as err:
         RunFolder(run).__enter__()  # mkdir under a file: ENOTDIR
     assert not isinstance(err.value, InfraError)
     assert sorted(x.name for x in tmp_path.iterdir()) == ["d", "f"]
