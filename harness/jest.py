@@ -144,7 +144,9 @@ def from_runner(answer: dict[str, Any], *, guarded: bool = True) -> JestResult:
     failed: list[FailedTest] = []
     passed: list[str] = []
     for tr in rep["testResults"]:
-        if tr.get("execError") and not tr["tests"]:
+        if tr.get("execError"):
+            # The file failed to load, or (its tests reported) an afterAll hook threw: Jest fails the
+            # file either way ("Test suite failed to run"), so it is a failure of that file here too.
             msg = tr.get("failureMessage") or tr["execError"]
             failed.append(FailedTest("(test file failed to run)", tr["file"], _first_line(msg),
                                      error_location(msg, workspace)))

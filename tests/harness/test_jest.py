@@ -105,13 +105,24 @@ def test_a_test_file_that_failed_to_run_is_a_failed_test_with_its_message_and_pl
     assert (r.status, r.num_failed, r.num_total, r.reason) == (Status.FAILED, 1, 0, "no test ran")
 
 
-def test_an_exec_error_after_tests_ran_adds_no_extra_failure():
-    """Jest sets execError on a file whose afterAll threw; its tests still report on their own."""
-    results = [{"file": A, "execError": {"message": "afterAll"}, "failureMessage": "afterAll threw",
+def test_an_exec_error_after_the_tests_ran_is_a_failure_of_the_file():
+    """An afterAll hook that throws: every test of the file passed, and Jest still fails the file
+    ("Test suite failed to run", numRuntimeErrorTestSuites; the answer below is what the runner sent
+    for such a file). It was a FAILED run naming no failure, and verify called it green."""
+    msg = ("\n\n  \u25cf Test suite failed to run\n\n    close failed\n\n"
+           "      at Object.close (src/x.js:1:63)\n      at Object.close (tests/a.test.js:2:18)\n")
+    results = [{"file": A, "execError": "[object Object]", "failureMessage": msg, "tests": [_test("one")]}]
+    r = jest.from_runner(_answer(results, success=False, numRuntimeErrorTestSuites=1))
+    assert (r.status, r.num_passed, r.num_failed) == (Status.FAILED, 1, 1)
+    assert r.failed_tests == [FailedTest("(test file failed to run)", A, "\u25cf Test suite failed to run", None)]
+    assert r.passed_tests == [f"{A}::one"]
+    # a failing test in the same file is named too, after the file's own failure
+    results = [{"file": A, "execError": "afterAll", "failureMessage": "afterAll threw",
                 "tests": [_test("one"), _test("two", "failed", "Error: nope\n    at /w/tests/a.test.js:9:5")]}]
     r = jest.from_runner(_answer(results))
-    assert r.failed_tests == [FailedTest("two", A, "Error: nope", Location("tests/a.test.js", 9, 5))]
-    assert r.num_failed == 1
+    assert r.failed_tests == [FailedTest("(test file failed to run)", A, "afterAll threw", None),
+                              FailedTest("two", A, "Error: nope", Location("tests/a.test.js", 9, 5))]
+    assert r.num_failed == 2
 
 
 def test_a_file_with_neither_error_nor_tests_adds_nothing():

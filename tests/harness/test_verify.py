@@ -203,6 +203,19 @@ def test_verify_files_default_to_the_baselines_test_files():
     assert v.green
 
 
+def test_verify_a_verification_file_whose_afterall_hook_throws_is_not_green():
+    """Every test of the file passed, then its afterAll hook threw (say, the fixed module's close()):
+    Jest fails the file, and so does verification. This was green."""
+    answer = _jest_answer(ALL_PASS)
+    answer["report"]["success"] = False
+    answer["report"]["testResults"][0] |= {"execError": "[object Object]",
+                                           "failureMessage": "  \u25cf Test suite failed to run\n\n    close failed"}
+    v = verify(FakeSandbox(CLEAN, answer), _base(), [W])
+    assert (v.green, v.checks, v.reason) == (False, ["verification"], "1 verification test(s) fail")
+    assert v.failed_tests == [{"name": "(test file failed to run)", "file": W,
+                               "message": "\u25cf Test suite failed to run"}]
+
+
 def test_verify_needs_a_passing_verification_test():
     base = _base(passing=frozenset({f"{O}::old"}))
     v = _verdict({W: [("fixed", "pending")], O: [("old", "passed")]}, base=base)
@@ -382,5 +395,30 @@ def test_verify_in_docker_regression_and_failing_verification(project, image):
         assert (v.green, v.checks, v.reason) == (False, ["verification"], "1 verification test(s) fail")
         tools.call(sb, "file_write", {"file": "src/str.js", "content": fixed_str})
         assert verify(sb, cached, ["tests/str.test.js"]).green
+    finally:
+        sb.close()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_verify_in_docker_an_afterall_hook_that_throws(tmp_path, make_project, image):
+    """The afterAll case above with the real runner's answer: the test passes, the hook throws."""
+    from harness import sandbox, tools
+
+    root = make_project(tmp_path / "hook", {
+        "src/x.js": "module.exports = { add: (a, b) => a - b, close: () => {} };\n",
+        "tests/x.test.js": ("const x = require('../src/x');\nafterAll(() => x.close());\n"
+                            "test('adds', () => { expect(x.add(1, 2)).toBe(3); });\n")})
+    sb = sandbox.start("docker", root, image=image, limits=Limits(memory_mb=512, timeout_s=20, cpus=1))
+    try:
+        base = take_baseline(sb, sb.test_files)
+        tools.call(sb, "file_write", {"file": "src/x.js", "content": (
+            "module.exports = { add: (a, b) => a + b, close: () => { throw new Error('close failed'); } };\n")})
+        v = verify(sb, base)
+        assert (v.green, v.checks, v.reason) == (False, ["verification"], "1 verification test(s) fail")
+        assert v.failed_tests[0]["name"] == "(test file failed to run)"
+        tools.call(sb, "file_write", {"file": "src/x.js", "content": (
+            "module.exports = { add: (a, b) => a + b, close: () => {} };\n")})
+        assert verify(sb, base).green
     finally:
         sb.close()
