@@ -1,5 +1,7 @@
-"""verify.py's pure parts: the gold record of a reference run, its rule, and the protected set
-(which must agree with the guard's, in recipe/runner/guard.js)."""
+"""verify.py: the gold record of a reference run and its rule, the protected set (which must agree
+with the guard's, in recipe/runner/guard.js), every check of verify() and take_baseline on a fake
+sandbox with the runner's answers written out (milliseconds each: scripts/mutation runs them per
+mutant), and the rules a fake could get wrong once through a real Docker sandbox."""
 
 from __future__ import annotations
 
