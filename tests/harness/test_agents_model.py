@@ -1,5 +1,10 @@
 """Model backends without a model: specs, options, the micro-batcher, and the openai: client against
-small real HTTP servers on 127.0.0.1 (down, 500 then 200, hanging, no tool calling, bad replies).
+small real HTTP servers on 127.0.0.1 (down, 500 then 200, hanging, no tool calling, bad replies,
+Retry-After, backoff, the statuses retried and not, the environment's settings).
+
+No assertion here reads a clock: the waits between attempts are recorded instead of slept (the
+``sleeps`` fixture), attempts are counted at the server or at request_json, and the batcher's
+batches follow from events the test orders.
 
 The parser's fuzz test (200+ malformed outputs, zero exceptions) lives in test_etai_format.py.
 """
