@@ -32,20 +32,33 @@ def _image_tag(args: argparse.Namespace) -> int:
 
 
 def _sandbox_prune(args: argparse.Namespace) -> int:
-    from harness.sandbox import _docker
+    from harness.sandbox import provider
 
-    removed = _docker.prune(all_owners=args.all)
-    print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
+    removed = provider(args.sandbox).prune(all_owners=args.all)
+    print(f"removed {len(removed)} sandbox(es)" + (": " + ", ".join(removed) if removed else ""))
     return 0
 
 
 def _sandbox_list(args: argparse.Namespace) -> int:
-    from harness.sandbox import _docker, names
+    from harness.sandbox import SANDBOXES
 
-    print("implementations:", ", ".join(names()))
-    left = _docker.leftovers()
-    print(f"labelled containers: {len(left)}" + ("".join(f"\n  {n}" for n in left)))
+    for name, p in SANDBOXES.items():
+        left = p.leftovers()
+        print(f"{name}: {p.description}; {len(left)} sandbox(es) left" + "".join(f"\n  {n}" for n in left))
     return 0
+
+
+def _sandbox_check(args: argparse.Namespace) -> int:
+    from harness.sandbox import conformance
+
+    def show(r) -> None:
+        print(f"{'ok  ' if r.ok else 'FAIL'}  {r.name} ({r.seconds:.1f} s)" + ("" if r.ok else f": {r.detail}"),
+              flush=True)
+
+    results = conformance.run_all(args.name, on_result=show)
+    failed = [r.name for r in results if not r.ok]
+    print(f"{args.name}: {len(results) - len(failed)} of {len(results)} conformance checks passed")
+    return 1 if failed else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,10 +79,17 @@ def build_parser() -> argparse.ArgumentParser:
     img.add_parser("tag", help="print the tag the current recipe builds").set_defaults(func=_image_tag)
 
     sb = sub.add_parser("sandbox", help="inspect or clean up sandboxes").add_subparsers(dest="sub", required=True)
-    pr = sb.add_parser("prune", help="remove labelled containers left by dead processes")
-    pr.add_argument("--all", action="store_true", help="remove every labelled container, also live ones")
+    pr = sb.add_parser("prune", help="remove sandboxes left by dead processes")
+    pr.add_argument("--all", action="store_true", help="remove every ETAI sandbox, also live ones")
+    pr.add_argument("--sandbox", default="docker", help="which implementation (default docker)")
     pr.set_defaults(func=_sandbox_prune)
-    sb.add_parser("list", help="list sandbox implementations and labelled containers").set_defaults(func=_sandbox_list)
+    sb.add_parser("list", help="list sandbox implementations and what each has left").set_defaults(func=_sandbox_list)
+    ck = sb.add_parser("check", help="run the conformance checks against an implementation; exit 1 if one fails",
+                       description="Start sandboxes of NAME on small Node projects and check what every backend "
+                                   "must do: exec, deadlines, output caps, file confinement, Jest results, "
+                                   "warm-host isolation, close. A plug-in backend is checked the same way.")
+    ck.add_argument("name", help="a registered implementation (see `etai sandbox list`)")
+    ck.set_defaults(func=_sandbox_check)
 
     from harness import cli_run
 

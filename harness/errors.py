@@ -29,6 +29,11 @@ class SandboxDead(InfraError):
     """The sandbox's runner is gone (killed by its own code, by a deadline, or by the engine)."""
 
 
+class SandboxTimeout(SandboxDead):
+    """A request to the sandbox outlived its deadline; the sandbox was killed for it (the agent's
+    code ran too long: a ``timeout`` result, not an infrastructure failure)."""
+
+
 class ServerUnreachable(InfraError):
     """A model server could not be reached (refused, reset, no route) through all of a call's retries."""
 

@@ -35,16 +35,17 @@ def record_session(session: Session, start_sandbox: Callable[[Session], object])
 
 
 def record_suite(path: str | Path, *, sandbox: str = "docker", log=print) -> int:
-    from harness import image as _image
-    from harness.sandbox import start
+    from harness.sandbox import Limits, provider
 
     suite = load_suite(path)
-    img = _image.ensure_image() if sandbox == "docker" else None
-    kw = {"image": img} if img else {}
+    prepared = provider(sandbox).prepare(Limits())
     traces = {}
-    for s in suite.sessions:
-        traces[s.session_id] = record_session(s, lambda sess: start(sandbox, sess.workspace, **kw))
-        log(f"recorded {s.session_id}: {len(traces[s.session_id])} steps")
+    try:
+        for s in suite.sessions:
+            traces[s.session_id] = record_session(s, lambda sess: prepared.start(sess.workspace))
+            log(f"recorded {s.session_id}: {len(traces[s.session_id])} steps")
+    finally:
+        prepared.cleanup()
     jl = suite.path / "sessions.jsonl"
     lines = []
     for line in jl.read_text(encoding="utf-8").splitlines():

@@ -82,7 +82,7 @@ class Registry(Generic[T]):
             return self._load_plugin(name, plugin)
         if self._imports and ":" in name:
             return self._import(name)
-        raise self._error(f"unknown {self.concept} {name!r}; known: {', '.join(self.names())}"
+        raise self._error(f"unknown {self.concept} {name!r}; known: {', '.join(sorted(self.names()))}"
                           + ("; or 'module:Class'" if self._imports else ""))
 
     def __contains__(self, name: object) -> bool:
@@ -97,6 +97,10 @@ class Registry(Generic[T]):
     def items(self) -> list[tuple[str, T]]:
         """Every entry, plug-ins loaded."""
         return [(n, self.get(n)) for n in self.names()]
+
+    def loaded(self) -> list[tuple[str, T]]:
+        """The entries loaded so far (built-ins, plug-ins already used), loading nothing new."""
+        return list(self._items.items())
 
     def about(self, name: str) -> dict[str, Any]:
         """What the entry was registered with (``description=``, ...); a plug-in's is its docstring."""

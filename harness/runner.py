@@ -75,9 +75,9 @@ def execute(jobs: list[tuple], work, workers: int, stop: threading.Event, progre
         stop.set()
         for f in futures:
             f.cancel()
-        from harness.sandbox import _docker
+        from harness.sandbox import reap_own
 
-        _docker._reap_own()  # kill this process's containers now; running episodes then end fast
+        reap_own()  # kill this process's sandboxes now; running episodes then end fast
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

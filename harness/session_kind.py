@@ -21,7 +21,7 @@ from harness.loop import preflight, run_episode
 from harness.results import ResultStore, cache_key, write_json_atomic
 from harness.runner import at_least_one, execute
 from harness.sessions import Session, Suite, load_suite
-from harness.suite_kinds import SUITE_KINDS, RunSettings, pass_ks
+from harness.suite_kinds import SUITE_KINDS, RunSettings, extra_metrics, pass_ks
 
 
 class SessionKind:
@@ -106,29 +106,16 @@ def _preflight_cached(session: Session, image: str | None, start, oracle, store:
 def _run(st: Suite, sessions: list[Session], agent_objs: list, ctx: AgentContext, out: Path, *, k: int,
          samples: int, max_steps: int, workers: int, sandbox: str, progress: bool) -> dict[str, Any]:
     from harness import grading_digest, version
-    from harness.sandbox import start as start_sandbox
+    from harness.sandbox import provider
     from harness.verify import Gold
 
     oracle = from_spec("oracle", ctx)
     store = ResultStore(out)
-
-    image = None
-    pools: list[Any] = []  # a pool of warm containers, made on the first sandbox a job needs
-    pool_lock = threading.Lock()
-    if sandbox == "docker":
-        from harness import image as _image
-        from harness.sandbox import _docker
-
-        image = _image.ensure_image()
-        _docker.prune()  # containers of runs that died (SIGKILL, reboot) before they could clean up
+    prepared = provider(sandbox).prepare(_limits(), workers=workers)
+    image = prepared.image
 
     def start(session: Session):
-        if sandbox != "docker":
-            return start_sandbox(sandbox, session.workspace, limits=_limits())
-        with pool_lock:
-            if not pools:
-                pools.append(_docker.Pool(image, _limits(), size=min(workers, 4)))
-        return start_sandbox(sandbox, session.workspace, limits=_limits(), image=image, pool=pools[0])
+        return prepared.start(session.workspace)
 
     stop = threading.Event()
     keys: list[str] = []
@@ -164,19 +151,24 @@ def _run(st: Suite, sessions: list[Session], agent_objs: list, ctx: AgentContext
 
         execute(jobs, work, workers, stop, progress, "episodes")
     finally:
-        for p in pools:
-            p.close()
+        prepared.cleanup()
 
     rows = store.rows(keys)
     summary = {
         "kind": KIND.name, "suite": st.name, "k": k, "max_steps": max_steps, "samples": samples, "image": image,
         "harness_version": version(), "n_sessions": len(sessions), "out": str(store.dir),
-        "agents": {spec: metrics.summarize([r for r in rows if r["agent"] == spec], k=k, ks=pass_ks(samples))
+        "agents": {spec: _agent_summary([r for r in rows if r["agent"] == spec], k=k, ks=pass_ks(samples))
                    for spec in [a.spec for a in agent_objs]},
         "complete": all(r.get("status") != "infra_error" for r in rows) and len(rows) == len(keys),
     }
     write_json_atomic(store.dir / "summary.json", summary)
     return summary
+
+
+def _agent_summary(rows: list[dict[str, Any]], *, k: int, ks: list[int]) -> dict[str, Any]:
+    summary = metrics.summarize(rows, k=k, ks=ks)
+    extra = extra_metrics([r for r in rows if r.get("status") != "reference_broken"], k=k)
+    return {**summary, "metrics": extra} if extra else summary
 
 
 def _limits():

@@ -10,7 +10,7 @@ through the entry-point group ``etai.suite_kinds`` — harness never imports ``s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -67,6 +67,17 @@ class SuiteKind(Protocol):
 def pass_ks(samples: int) -> list[int]:
     """The pass@k values a summary reports for ``samples`` rollouts per task (k <= samples)."""
     return [k for k in (1, 2, 5, 10, 20, 50, 100) if k <= samples]
+
+
+# Metrics beyond a kind's own (harness/metrics.py for sessions): ``metric(rows, *, k) -> JSON value``
+# over one agent's rows, reported under ``metrics`` in that agent's summary. Plug-ins: etai.metrics.
+Metric = Callable[..., Any]
+METRICS: Registry[Metric] = Registry("metric", group="etai.metrics")
+
+
+def extra_metrics(rows: Sequence[Mapping[str, Any]], *, k: int) -> dict[str, Any]:
+    """Every registered extra metric over one agent's rows."""
+    return {name: metric(list(rows), k=k) for name, metric in METRICS.items()}
 
 
 SUITE_KINDS: Registry[SuiteKind] = Registry(

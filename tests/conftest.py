@@ -10,28 +10,7 @@ from pathlib import Path
 
 import pytest
 
-SUM_JS = "function sum(a, b) {\n  return a + b;\n}\nmodule.exports = { sum };\n"
-SUM_TEST = (
-    "const { sum } = require('../src/sum');\n"
-    "test('adds small numbers', () => { expect(sum(1, 2)).toBe(3); });\n"
-    "test('adds negatives', () => { expect(sum(-1, -2)).toBe(-3); });\n"
-)
-STR_JS = "function shout(s) {\n  return s.toLowerCase() + '!';\n}\nmodule.exports = { shout };\n"
-STR_TEST = (
-    "const { shout } = require('../src/str');\n"
-    "test('shouts', () => { expect(shout('hi')).toBe('HI!'); });\n"
-)
-
-
-def write_project(root: Path, files: dict[str, str], jest_config: dict | None = None) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    pkg = {"name": root.name.lower(), "private": True, "jest": {"testEnvironment": "node", **(jest_config or {})}}
-    (root / "package.json").write_text(json.dumps(pkg))
-    for name, text in files.items():
-        p = root / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return root
+from harness.sandbox.conformance import PROJECT, write_project
 
 
 BUNDLED = Path(__file__).resolve().parents[1] / "suites" / "jest-bugfix"
@@ -64,8 +43,7 @@ def make_project():
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """Two test files: tests/sum.test.js passes (2 tests), tests/str.test.js fails (1 test)."""
-    return write_project(tmp_path / "proj", {"src/sum.js": SUM_JS, "tests/sum.test.js": SUM_TEST,
-                                              "src/str.js": STR_JS, "tests/str.test.js": STR_TEST})
+    return write_project(tmp_path / "proj", PROJECT)
 
 
 def sandboxes_of(pid: int) -> list[str]:
@@ -91,7 +69,7 @@ def reserve_port() -> int:
         s.bind(("127.0.0.1", 0))
         s.listen(1)
         port = s.getsockname()[1]
-        with socket.create_connection(("127.0.0.1", port)) as client:
+        with socket.create_connection(("127.0.0.1", port)):
             accepted, _ = s.accept()
             accepted.close()  # the accepted side closes first: TIME_WAIT sits on our port
     return port

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from harness.registry import Registry
 
@@ -82,18 +82,68 @@ class ToolFailure(Exception):
     """The runner refused a request (bad path, missing file, ...): a result for the agent, not a crash."""
 
 
-# name -> start(workspace, *, limits, **kw) -> Sandbox. Plug-ins: entry-point group etai.sandboxes.
-SANDBOXES: Registry[Callable[..., Sandbox]] = Registry(
+class Prepared(Protocol):
+    """A backend made ready for one run: starts sandboxes until ``cleanup``."""
+
+    image: str | None  # what results name as the environment
+
+    def start(self, workspace: Path) -> Sandbox:
+        """A fresh sandbox holding a copy of ``workspace``; the caller must ``close()`` it."""
+        ...
+
+    def cleanup(self) -> None:
+        """Release what ``prepare`` made (warm pools); every sandbox it started is closed by then."""
+        ...
+
+
+class Provider(Protocol):
+    """A sandbox backend and its life cycle, in the spirit of inspect_ai's sandbox environments:
+    ``prepare`` once per run (image, leftovers of dead runs, warm pool) -> ``start`` per job -> the
+    sandbox's ``close`` -> ``cleanup`` once. Timeouts and dead sandboxes are the typed errors of
+    harness.errors (SandboxTimeout, SandboxDead), never told apart by their text. Nothing outside
+    this package touches a backend's machinery (Docker, processes) but through a Provider."""
+
+    name: str
+    description: str
+    safe: bool  # False: not isolation (``local``); used only when asked for by name
+
+    def prepare(self, limits: Limits, *, workers: int = 1, image: str | None = None) -> Prepared: ...
+
+    def start(self, workspace: Path, *, limits: Limits, image: str | None = None) -> Sandbox:
+        """One sandbox without a prepared run (tools, tests, recording)."""
+        ...
+
+    def prune(self, *, all_owners: bool = False) -> list[str]:
+        """Remove what runs that died left behind (or everything of ETAI's); return the names."""
+        ...
+
+    def leftovers(self) -> list[str]:
+        """Names of the sandboxes of every process that still exist."""
+        ...
+
+    def reap_own(self) -> None:
+        """Kill this process's sandboxes now (Ctrl-C): running episodes then end fast."""
+        ...
+
+
+# Plug-ins: entry-point group etai.sandboxes, each a Provider. `etai sandbox check NAME` runs the
+# conformance checks (harness/sandbox/conformance.py) against any of them.
+SANDBOXES: Registry[Provider] = Registry(
     "sandbox", group="etai.sandboxes", builtins=("harness.sandbox._docker", "harness.sandbox._local"),
     where="--sandbox")
 
 
-def register(name: str, start: Callable[..., Sandbox], description: str, *, safe: bool = True) -> None:
-    SANDBOXES.register(name, start, description=description, safe=safe)
+def register(provider: Provider) -> Provider:
+    return SANDBOXES.register(provider.name, provider, description=provider.description, safe=provider.safe)
 
 
 def names() -> list[str]:
     return list(SANDBOXES.names())
+
+
+def provider(kind: str) -> Provider:
+    """The registered backend ``kind``; InputError naming --sandbox otherwise (checked before a run)."""
+    return SANDBOXES.get(kind)
 
 
 def require_kind(kind: str) -> None:
@@ -101,9 +151,15 @@ def require_kind(kind: str) -> None:
     SANDBOXES.get(kind)
 
 
-def start(kind: str, workspace: Path | str, *, limits: Limits | None = None, **kw: Any) -> Sandbox:
+def start(kind: str, workspace: Path | str, *, limits: Limits | None = None, image: str | None = None) -> Sandbox:
     """Start a sandbox of ``kind`` with a copy of ``workspace``; the caller must ``close()`` it."""
-    return SANDBOXES.get(kind)(Path(workspace), limits=limits or Limits(), **kw)
+    return SANDBOXES.get(kind).start(Path(workspace), limits=limits or Limits(), image=image)
+
+
+def reap_own() -> None:
+    """Kill this process's sandboxes of every backend it used (Ctrl-C)."""
+    for _, p in SANDBOXES.loaded():
+        p.reap_own()
 
 
 def close_quietly(sb: Sandbox) -> None:

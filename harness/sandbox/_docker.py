@@ -121,19 +121,8 @@ class DockerSandbox(RunnerSandbox):
 
     def __init__(self, image: str, limits: Limits, *, run_id: str | None = None):
         self.image = image
-        self.container, self.name = create_container(image, limits, run_id=run_id)
-        # A long-lived `docker exec -i` is the runner's pipe. The SDK's attach socket would need
-        # hand demultiplexing of Docker's stream frames; the CLI does exactly that, over the same API.
-        try:
-            proc = subprocess.Popen(
-                ["docker", "exec", "-i", "-u", "0:0", self.name, "node", "/opt/etai/runner.js"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                start_new_session=True,  # Ctrl-C reaches us, not the pipe; close() ends it
-            )
-            super().__init__(proc, limits)
-        except BaseException:
-            self._kill()
-            raise
+        self.name, proc = piped(image, limits, ["node", "/opt/etai/runner.js"], run_id=run_id)
+        super().__init__(proc, limits)
 
     def _kill(self) -> None:
         kill_and_remove(self.name)
@@ -202,12 +191,72 @@ class Pool:
             t.join(timeout=60)
 
 
-def start(workspace: Path, *, limits: Limits, image: str | None = None, run_id: str | None = None,
-          pool: Pool | None = None) -> DockerSandbox:
-    if pool is not None:
-        return pool.acquire(workspace)
-    files = workspace_files(workspace)
-    return DockerSandbox(image or _image.ensure_image(), limits, run_id=run_id).init_workspace(files)
+def piped(image: str, limits: Limits, argv: list[str], *, run_id: str | None = None, name_prefix: str = "etai",
+          trusted_root: bool = True) -> tuple[str, subprocess.Popen]:
+    """A hardened container with ``argv`` running in it on a pipe (stdin/stdout): (name, process).
+    The caller removes it with ``kill_and_remove(name)``. For drivers other than the Jest runner
+    (HumanEval's Python driver): the container profile stays the same for every one of them."""
+    _, name = create_container(image, limits, run_id=run_id, name_prefix=name_prefix, trusted_root=trusted_root)
+    try:
+        # A long-lived `docker exec -i` is the pipe. The SDK's attach socket would need hand
+        # demultiplexing of Docker's stream frames; the CLI does exactly that, over the same API.
+        proc = subprocess.Popen(
+            ["docker", "exec", "-i", *(["-u", "0:0"] if trusted_root else []), name, *argv],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C reaches us, not the pipe; close() ends it
+        )
+    except BaseException:
+        kill_and_remove(name)
+        raise
+    return name, proc
+
+
+class DockerRun:
+    """The Docker backend prepared for one run: the image, and a warm pool made on first use."""
+
+    def __init__(self, image: str, limits: Limits, pool_size: int):
+        self.image, self.limits, self._size = image, limits, pool_size
+        self._pool: Pool | None = None
+        self._lock = threading.Lock()
+
+    def start(self, workspace: Path) -> DockerSandbox:
+        with self._lock:
+            if self._pool is None:
+                self._pool = Pool(self.image, self.limits, size=self._size)
+        return self._pool.acquire(workspace)
+
+    def cleanup(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+
+class DockerProvider:
+    name = "docker"
+    description = "hardened Docker container (default)"
+    safe = True
+
+    def prepare(self, limits: Limits, *, workers: int = 1, image: str | None = None) -> DockerRun:
+        image = image or _image.ensure_image()
+        prune()  # containers of runs that died (SIGKILL, reboot) before they could clean up
+        return DockerRun(image, limits, pool_size=min(workers, 4))
+
+    def start(self, workspace: Path, *, limits: Limits, image: str | None = None) -> DockerSandbox:
+        files = workspace_files(workspace)
+        return DockerSandbox(image or _image.ensure_image(), limits).init_workspace(files)
+
+    def prune(self, *, all_owners: bool = False) -> list[str]:
+        return prune(all_owners=all_owners)
+
+    def leftovers(self) -> list[str]:
+        return leftovers()
+
+    def reap_own(self) -> None:
+        _reap_own()
+
+    piped = staticmethod(piped)
+    kill_and_remove = staticmethod(kill_and_remove)
 
 
 def prune(*, all_owners: bool = False) -> list[str]:
@@ -252,4 +301,4 @@ def _alive(pid: int) -> bool:
         return True
 
 
-register("docker", start, "hardened Docker container (default)")
+register(DockerProvider())

@@ -19,6 +19,9 @@ from harness.sandbox import Limits, register
 from harness.sandbox._runner import RunnerSandbox, jest_hosts, workspace_files
 
 
+_LIVE: set["LocalSandbox"] = set()  # started by this process and not killed yet (Ctrl-C reaps them)
+
+
 class LocalSandbox(RunnerSandbox):
     kind = "local"
     image = None
@@ -34,11 +37,9 @@ class LocalSandbox(RunnerSandbox):
         proc = subprocess.Popen(["node", str(runner / "runner.js")], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                 start_new_session=True)
-        try:
-            super().__init__(proc, limits)
-        except BaseException:
-            self._kill()
-            raise
+        self._proc = proc
+        _LIVE.add(self)
+        super().__init__(proc, limits)
 
     def _kill(self) -> None:
         try:
@@ -46,11 +47,43 @@ class LocalSandbox(RunnerSandbox):
         except ProcessLookupError:
             pass
         shutil.rmtree(self._tmp, ignore_errors=True)
+        _LIVE.discard(self)
 
 
-def start(workspace: Path, *, limits: Limits, **_: object) -> LocalSandbox:
-    files = workspace_files(workspace)
-    return LocalSandbox(limits).init_workspace(files)
+class LocalRun:
+    image = None
+
+    def __init__(self, provider: "LocalProvider", limits: Limits):
+        self._provider, self._limits = provider, limits
+
+    def start(self, workspace: Path) -> LocalSandbox:
+        return self._provider.start(workspace, limits=self._limits)
+
+    def cleanup(self) -> None:
+        pass  # nothing prepared: each sandbox removes its own temp folder
 
 
-register("local", start, "UNSAFE: host subprocesses in a temp copy (debugging only)", safe=False)
+class LocalProvider:
+    name = "local"
+    description = "UNSAFE: host subprocesses in a temp copy (debugging only)"
+    safe = False
+
+    def prepare(self, limits: Limits, *, workers: int = 1, image: str | None = None) -> LocalRun:
+        return LocalRun(self, limits)
+
+    def start(self, workspace: Path, *, limits: Limits, image: str | None = None) -> LocalSandbox:
+        files = workspace_files(workspace)
+        return LocalSandbox(limits).init_workspace(files)
+
+    def prune(self, *, all_owners: bool = False) -> list[str]:
+        return []  # a local sandbox dies with its process group and its temp folder with close()
+
+    def leftovers(self) -> list[str]:
+        return []
+
+    def reap_own(self) -> None:
+        for sb in list(_LIVE):
+            sb._kill()
+
+
+register(LocalProvider())

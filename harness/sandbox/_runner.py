@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError, SandboxDead
+from harness.errors import InputError, SandboxDead, SandboxTimeout
 from harness.sandbox import ExecResult, Limits, Status, ToolFailure
 
 GRACE_S = 5.0  # outer deadline = inner deadline + this; past it the whole sandbox is killed
@@ -64,11 +64,20 @@ class RunnerSandbox:
     image: str | None = None
 
     def __init__(self, proc: subprocess.Popen, limits: Limits):
+        """Wait for the runner's hello on ``proc``; if it never comes, ``_kill`` what was started."""
+        try:
+            self._connect(proc, limits)
+        except BaseException:
+            self._kill()
+            raise
+
+    def _connect(self, proc: subprocess.Popen, limits: Limits) -> None:
         self.limits = limits
         self._proc = proc
         self._ids = itertools.count(1)
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._dead: str | None = None
+        self._timed_out = False  # why it is dead: its own deadline (a timeout) or anything else
         self._lock = threading.Lock()
         threading.Thread(target=self._pump, daemon=True).start()
         hello = self._next_line(60.0)
@@ -89,7 +98,7 @@ class RunnerSandbox:
             raise TimeoutError from None
         if line is None:
             self._dead = self._dead or "the sandbox runner exited"
-            raise SandboxDead(self._dead)
+            raise (SandboxTimeout if self._timed_out else SandboxDead)(self._dead)
         return json.loads(line)
 
     def _kill(self) -> None:  # pragma: no cover - abstract
@@ -98,7 +107,7 @@ class RunnerSandbox:
     def request(self, op: str, payload: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         """Send one request; wait for its answer until the outer deadline, else kill the sandbox."""
         if self._dead:
-            raise SandboxDead(self._dead)
+            raise (SandboxTimeout if self._timed_out else SandboxDead)(self._dead)
         deadline = (timeout if timeout is not None else self.limits.timeout_s) + GRACE_S
         with self._lock:
             rid = next(self._ids)
@@ -115,8 +124,9 @@ class RunnerSandbox:
                     answer = self._next_line(max(0.0, end - time.monotonic()))
                 except TimeoutError:
                     self._dead = f"{op} did not answer within {deadline:.0f} s; sandbox killed"
+                    self._timed_out = True
                     self._kill()
-                    raise SandboxDead(self._dead) from None
+                    raise SandboxTimeout(self._dead) from None
                 if answer.get("id") == rid:
                     break
         if not answer.get("ok"):
@@ -148,9 +158,8 @@ class RunnerSandbox:
                 "stdin_b64": base64.b64encode(stdin).decode() if stdin else None,
             }, timeout=timeout)
         except SandboxDead as e:
-            timed_out = "did not answer" in str(e)
-            return ExecResult(Status.TIMEOUT if timed_out else Status.INFRA_ERROR, -1, "", str(e), False,
-                              time.monotonic() - t0)
+            status = Status.TIMEOUT if isinstance(e, SandboxTimeout) else Status.INFRA_ERROR
+            return ExecResult(status, -1, "", str(e), False, time.monotonic() - t0)
         return ExecResult(
             status=Status(r["status"]), exit_code=r["exit_code"],
             stdout=base64.b64decode(r["stdout"]).decode("utf-8", "replace"),

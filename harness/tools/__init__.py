@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from harness.errors import SandboxDead
+from harness.errors import SandboxDead, SandboxTimeout
 from harness.registry import Registry
 from harness.sandbox import Sandbox, ToolFailure
 
@@ -98,7 +98,7 @@ def call(sandbox: Sandbox, name: str, args: Any) -> ToolResult:
     except ToolFailure as e:
         return ToolResult(name, "error", {}, str(e), time.monotonic() - t0)
     except SandboxDead as e:
-        status = "timeout" if "did not answer" in str(e) else "infra_error"
+        status = "timeout" if isinstance(e, SandboxTimeout) else "infra_error"
         return ToolResult(name, status, {}, f"sandbox unavailable: {e}", time.monotonic() - t0)
     return ToolResult(name, tool.status_of(data), data, None, time.monotonic() - t0)
 

@@ -68,7 +68,7 @@ class Box:
     """A container plus driver; ``run`` one check at a time; ``close`` always."""
 
     def __init__(self, image: str, limits: Limits, *, run_id: str | None = None):
-        from harness.sandbox import _docker
+        from harness.sandbox import provider
 
         self.name = ""
         self.proc: subprocess.Popen | None = None
@@ -76,14 +76,12 @@ class Box:
         self._seq = 0
         self._buf = b""
         self._nonce = secrets.token_hex(16).encode()
-        _, self.name = _docker.create_container(image, limits, run_id=run_id, name_prefix="etai-he",
-                                                trusted_root=False)
+        # The Docker backend's container profile with Python's driver on the pipe instead of the
+        # Jest runner; every process is the sandbox user (no trusted root inside).
+        self._engine = provider("docker")
+        self.name, self.proc = self._engine.piped(image, limits, ["python3", "-I", "-c", BOOT], run_id=run_id,
+                                                  name_prefix="etai-he", trusted_root=False)
         try:
-            self.proc = subprocess.Popen(
-                ["docker", "exec", "-i", self.name, "python3", "-I", "-c", BOOT],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                start_new_session=True,  # Ctrl-C reaches us, not the pipe
-            )
             self._send(_blob(DRIVER) + _blob(self._nonce) + _blob(_he_source()))
             if self._reply(time.monotonic() + STARTUP_S).get("ready") is not True:
                 raise BoxDead("driver did not start")
@@ -141,14 +139,12 @@ class Box:
         return obj
 
     def close(self) -> None:
-        from harness.sandbox import _docker
-
         if self._closed:
             return
         self._closed = True
         try:
             if self.name:
-                _docker.kill_and_remove(self.name)
+                self._engine.kill_and_remove(self.name)
         finally:
             if self.proc is not None:
                 for f in (self.proc.stdin, self.proc.stdout):

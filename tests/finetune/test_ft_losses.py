@@ -208,7 +208,7 @@ def test_loss_registry_builtins_plugin_and_unknown(tmp_path, monkeypatch):
     with pytest.raises(ConfigError) as err:
         build_loss({"name": "focal"}, "composite")
     assert err.value.key == "loss.name"
-    assert "known: causal_lm, composite, kl_control, confidence_penalty, dpo" in str(err.value)
+    assert "known: causal_lm, composite, confidence_penalty, dpo, kl_control" in str(err.value)
     with pytest.raises(ConfigError, match="bad arguments for loss 'kl_control'"):
         build_loss({"name": "kl_control", "gamma": 1}, "composite")
 

@@ -46,7 +46,7 @@ def test_default_schedule(epoch, weights):
 def test_schedule_registry_resolves_plugin_and_rejects_unknown():
     assert SCHEDULES.resolve("default") is default_schedule
     assert SCHEDULES.resolve("finetune.schedules:constant_schedule")(9) == default_schedule(0)
-    with pytest.raises(ConfigError, match="known: default, constant"):
+    with pytest.raises(ConfigError, match="known: constant, default"):
         SCHEDULES.resolve("cosine")
 
 
