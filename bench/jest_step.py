@@ -29,28 +29,29 @@ sys.path.insert(0, str(ROOT))
 FILES = {
     "src/sum.js": "module.exports = (a, b) => a + b;\n",
     "src/strings.js": "exports.capitalize = (s) => s[0].toUpperCase() + s.slice(1);\n"
-                      "exports.reverse = (s) => [...s].reverse().join('');\n",
+    "exports.reverse = (s) => [...s].reverse().join('');\n",
     "src/array.js": "exports.unique = (a) => [...new Set(a)];\n"
-                    "exports.chunk = (a, n) => a.length ? [a.slice(0, n), ...exports.chunk(a.slice(n), n)] : [];\n",
+    "exports.chunk = (a, n) => a.length ? [a.slice(0, n), ...exports.chunk(a.slice(n), n)] : [];\n",
     "src/async.js": "exports.delay = (v) => new Promise((r) => setTimeout(() => r(v), 1));\n",
     "tests/sum.test.js": "const sum = require('../src/sum');\ntest('adds', () => expect(sum(1, 2)).toBe(3));\n"
-                         "test('negatives', () => expect(sum(-1, -2)).toBe(-3));\n",
+    "test('negatives', () => expect(sum(-1, -2)).toBe(-3));\n",
     "tests/strings.test.js": "const s = require('../src/strings');\ndescribe('strings', () => {\n"
-                             "  test('capitalize', () => expect(s.capitalize('ab')).toBe('Ab'));\n"
-                             "  test('reverse', () => expect(s.reverse('ab')).toBe('ba'));\n});\n",
+    "  test('capitalize', () => expect(s.capitalize('ab')).toBe('Ab'));\n"
+    "  test('reverse', () => expect(s.reverse('ab')).toBe('ba'));\n});\n",
     "tests/array.test.js": "const a = require('../src/array');\ntest('unique', () => expect(a.unique([1, 1, 2])).toEqual([1, 2]));\n"
-                           "test('chunk', () => expect(a.chunk([1, 2, 3], 2)).toEqual([[1, 2], [3]]));\n",
+    "test('chunk', () => expect(a.chunk([1, 2, 3], 2)).toEqual([[1, 2], [3]]));\n",
     "tests/async.test.js": "const { delay } = require('../src/async');\ntest('resolves', () => expect(delay(4)).resolves.toBe(4));\n",
     "tests/mock.test.js": "test('fn', () => { const f = jest.fn(); f(1); expect(f).toHaveBeenCalledWith(1); });\n"
-                          "test('shape', () => expect({ a: 1, b: 2 }).toMatchObject({ a: 1 }));\n",
+    "test('shape', () => expect({ a: 1, b: 2 }).toMatchObject({ a: 1 }));\n",
 }
 JEST = ["node", "/opt/etai/node_modules/jest/bin/jest.js", "--ci", "--json", "--silent"]
 
 
 def write_project(root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "package.json").write_text(json.dumps({"name": "bench", "private": True,
-                                                   "jest": {"testEnvironment": "node"}}))
+    (root / "package.json").write_text(
+        json.dumps({"name": "bench", "private": True, "jest": {"testEnvironment": "node"}})
+    )
     for name, text in FILES.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
@@ -64,16 +65,21 @@ def pct(xs: list[float], q: float) -> float:
 
 def check_ok(proc: subprocess.CompletedProcess, way: str) -> None:
     out = proc.stdout
-    report = json.loads(out[out.index("{"):])
+    report = json.loads(out[out.index("{") :])
     if report["numPassedTests"] != 9:
         raise SystemExit(f"{way}: expected 9 passing tests, got {report['numPassedTests']}")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--steps", type=int, default=20, help="steps per way (default 20)")
-    ap.add_argument("--ways", default="naive,exec,etai,noguard",
-                    help="comma-separated subset (default all; 'etai,noguard' measures the guard alone, fast)")
+    ap.add_argument(
+        "--ways",
+        default="naive,exec,etai,noguard",
+        help="comma-separated subset (default all; 'etai,noguard' measures the guard alone, fast)",
+    )
     args = ap.parse_args()
 
     from harness import image, sandbox, tools
@@ -89,15 +95,39 @@ def main() -> int:
             assert first.status == "passed" and first.data["num_passed"] == 9, first
 
         def naive():
-            p = subprocess.run(["docker", "run", "--rm", "--network", "none", "--label", "etai=1",
-                                "-v", f"{proj}:/w:ro", "-e", "TMPDIR=/tmp", "-w", "/w", "--user", "10001:10001",
-                                tag, *JEST],
-                               capture_output=True, text=True, timeout=60)
+            p = subprocess.run(
+                [
+                    "docker",
+                    "run",
+                    "--rm",
+                    "--network",
+                    "none",
+                    "--label",
+                    "etai=1",
+                    "-v",
+                    f"{proj}:/w:ro",
+                    "-e",
+                    "TMPDIR=/tmp",
+                    "-w",
+                    "/w",
+                    "--user",
+                    "10001:10001",
+                    tag,
+                    *JEST,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             check_ok(p, "naive")
 
         def exec_oneshot():
-            p = subprocess.run(["docker", "exec", "-w", "/scratch/ws", sb.name, *JEST],
-                               capture_output=True, text=True, timeout=60)
+            p = subprocess.run(
+                ["docker", "exec", "-w", "/scratch/ws", sb.name, *JEST],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             check_ok(p, "exec")
 
         def etai(s=sb, way="etai"):
@@ -105,7 +135,12 @@ def main() -> int:
             if r.status != "passed" or r.data["num_passed"] != 9:
                 raise SystemExit(f"{way}: {r}")
 
-        ways = {"naive": naive, "exec": exec_oneshot, "etai": etai, "noguard": lambda: etai(bare, "noguard")}
+        ways = {
+            "naive": naive,
+            "exec": exec_oneshot,
+            "etai": etai,
+            "noguard": lambda: etai(bare, "noguard"),
+        }
         ways = {w: ways[w] for w in args.ways.split(",")}
         for fn in ways.values():  # warm every path once
             fn()
@@ -129,17 +164,21 @@ def main() -> int:
     for w, t in times.items():
         print(f"{w:<8}{p50[w]:>10.1f}{pct(t, 0.9):>10.1f}{min(t):>10.1f}")
     if "naive" in p50 and "exec" in p50:
-        print(f"etai is {p50['naive'] / p50['etai']:.1f}x faster than naive (p50), "
-              f"{p50['exec'] / p50['etai']:.1f}x faster than exec one-shot")
+        print(
+            f"etai is {p50['naive'] / p50['etai']:.1f}x faster than naive (p50), "
+            f"{p50['exec'] / p50['etai']:.1f}x faster than exec one-shot"
+        )
         ok = p50["etai"] <= 150 and p50["naive"] / p50["etai"] >= 6
         print("targets (p50 <= 150 ms, >= 6x naive):", "met" if ok else "NOT met")
     if "noguard" not in p50:
         return 0
     # Paired within each round (both ran in the same shuffled round), which cancels the machine's drift.
     paired = statistics.median(e / n for e, n in zip(times["etai"], times["noguard"]))
-    print(f"the grading guard costs {100 * (p50['etai'] / p50['noguard'] - 1):+.1f}% at p50 "
-          f"({p50['noguard']:.1f} -> {p50['etai']:.1f} ms), {100 * (paired - 1):+.1f}% as the median "
-          f"of paired rounds (budget +10%)")
+    print(
+        f"the grading guard costs {100 * (p50['etai'] / p50['noguard'] - 1):+.1f}% at p50 "
+        f"({p50['noguard']:.1f} -> {p50['etai']:.1f} ms), {100 * (paired - 1):+.1f}% as the median "
+        f"of paired rounds (budget +10%)"
+    )
     return 0
 
 

@@ -10,12 +10,21 @@ import argparse
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("train", help="fine-tune a model with Composer from a YAML config (needs the train extra)",
-                       description="Build a Composer Trainer from CONFIG.yaml and fit it. Multi-GPU: "
-                                   "`composer -n 8 -m finetune.train CONFIG.yaml` (see finetune/README.md).")
+    p = sub.add_parser(
+        "train",
+        help="fine-tune a model with Composer from a YAML config (needs the train extra)",
+        description="Build a Composer Trainer from CONFIG.yaml and fit it. Multi-GPU: "
+        "`composer -n 8 -m finetune.train CONFIG.yaml` (see finetune/README.md).",
+    )
     p.add_argument("config", help="YAML config, e.g. finetune/configs/tiny-cpu.yaml")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config value, e.g. --set data.sessions=my.jsonl (repeatable)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set data.sessions=my.jsonl (repeatable)",
+    )
     p.set_defaults(func=run)
 
 
@@ -25,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as e:
         from harness.errors import InputError
 
-        raise InputError(f"`etai train` needs the train extra (pip install 'etai[train]'): {e}") from None
+        raise InputError(
+            f"`etai train` needs the train extra (pip install 'etai[train]'): {e}"
+        ) from None
     argv = [args.config]
     for o in args.overrides:
         argv += ["--set", o]

@@ -16,8 +16,12 @@ T = TypeVar("T")
 class Registry(_Registry[T]):
     def __init__(self, kind: str, config_key: str, *, group: str | None = None):
         self.config_key = config_key  # e.g. "loss.name", the key a ConfigError names
-        super().__init__(kind, group=group or f"etai.{kind.replace(' ', '_')}s",
-                         error=lambda message: ConfigError(config_key, message), imports=True)
+        super().__init__(
+            kind,
+            group=group or f"etai.{kind.replace(' ', '_')}s",
+            error=lambda message: ConfigError(config_key, message),
+            imports=True,
+        )
 
     def resolve(self, name: object) -> T:
         """The registered object, a plug-in's, or the imported ``module:Attr``; ConfigError otherwise."""

@@ -32,7 +32,8 @@ def grading_digest() -> str:
 
 def version() -> str:
     """The installed etai version; part of every result row's cache key."""
-    from importlib.metadata import PackageNotFoundError, version as _v
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as _v
 
     try:
         return _v("etai")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from harness.errors import EtaiError
 from harness.registry import Registry
@@ -44,7 +44,10 @@ def _sandbox_list(args: argparse.Namespace) -> int:
 
     for name, p in SANDBOXES.items():
         left = p.leftovers()
-        print(f"{name}: {p.description}; {len(left)} sandbox(es) left" + "".join(f"\n  {n}" for n in left))
+        print(
+            f"{name}: {p.description}; {len(left)} sandbox(es) left"
+            + "".join(f"\n  {n}" for n in left)
+        )
     return 0
 
 
@@ -52,8 +55,11 @@ def _sandbox_check(args: argparse.Namespace) -> int:
     from harness.sandbox import conformance
 
     def show(r) -> None:
-        print(f"{'ok  ' if r.ok else 'FAIL'}  {r.name} ({r.seconds:.1f} s)" + ("" if r.ok else f": {r.detail}"),
-              flush=True)
+        print(
+            f"{'ok  ' if r.ok else 'FAIL'}  {r.name} ({r.seconds:.1f} s)"
+            + ("" if r.ok else f": {r.detail}"),
+            flush=True,
+        )
 
     results = conformance.run_all(args.name, on_result=show)
     failed = [r.name for r in results if not r.ok]
@@ -65,29 +71,45 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="etai",
         description="Execution-aware evaluation of coding agents: replay IDE sessions in hardened "
-                    "Docker sandboxes and score Path Accuracy@k, pass@k and cursor error.",
+        "Docker sandboxes and score Path Accuracy@k, pass@k and cursor error.",
         epilog="Exit codes: 0 ok, 1 gate/check failed, 2 bad input, 3 infrastructure error, 130 interrupted.",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    img = sub.add_parser("image", help="build or name the sandbox image").add_subparsers(dest="sub", required=True)
-    b = img.add_parser("build", help="build the sandbox image offline (debootstrap base + Jest); no-op if current")
-    b.add_argument("--base", help="build on this base instead of the local debootstrap one "
-                                  "(e.g. node:20-bookworm-slim where a registry is reachable)")
+    img = sub.add_parser("image", help="build or name the sandbox image").add_subparsers(
+        dest="sub", required=True
+    )
+    b = img.add_parser(
+        "build", help="build the sandbox image offline (debootstrap base + Jest); no-op if current"
+    )
+    b.add_argument(
+        "--base",
+        help="build on this base instead of the local debootstrap one "
+        "(e.g. node:20-bookworm-slim where a registry is reachable)",
+    )
     b.add_argument("--force", action="store_true", help="rebuild even if the digest tag exists")
     b.set_defaults(func=_image_build)
-    img.add_parser("tag", help="print the tag the current recipe builds").set_defaults(func=_image_tag)
+    img.add_parser("tag", help="print the tag the current recipe builds").set_defaults(
+        func=_image_tag
+    )
 
-    sb = sub.add_parser("sandbox", help="inspect or clean up sandboxes").add_subparsers(dest="sub", required=True)
+    sb = sub.add_parser("sandbox", help="inspect or clean up sandboxes").add_subparsers(
+        dest="sub", required=True
+    )
     pr = sb.add_parser("prune", help="remove sandboxes left by dead processes")
     pr.add_argument("--all", action="store_true", help="remove every ETAI sandbox, also live ones")
     pr.add_argument("--sandbox", default="docker", help="which implementation (default docker)")
     pr.set_defaults(func=_sandbox_prune)
-    sb.add_parser("list", help="list sandbox implementations and what each has left").set_defaults(func=_sandbox_list)
-    ck = sb.add_parser("check", help="run the conformance checks against an implementation; exit 1 if one fails",
-                       description="Start sandboxes of NAME on small Node projects and check what every backend "
-                                   "must do: exec, deadlines, output caps, file confinement, Jest results, "
-                                   "warm-host isolation, close. A plug-in backend is checked the same way.")
+    sb.add_parser("list", help="list sandbox implementations and what each has left").set_defaults(
+        func=_sandbox_list
+    )
+    ck = sb.add_parser(
+        "check",
+        help="run the conformance checks against an implementation; exit 1 if one fails",
+        description="Start sandboxes of NAME on small Node projects and check what every backend "
+        "must do: exec, deadlines, output caps, file confinement, Jest results, "
+        "warm-host isolation, close. A plug-in backend is checked the same way.",
+    )
     ck.add_argument("name", help="a registered implementation (see `etai sandbox list`)")
     ck.set_defaults(func=_sandbox_check)
 
@@ -114,7 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"etai: error: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
-        print("etai: interrupted; containers of this run removed, rows written so far kept", file=sys.stderr)
+        print(
+            "etai: interrupted; containers of this run removed, rows written so far kept",
+            file=sys.stderr,
+        )
         return 130
 
 

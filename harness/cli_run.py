@@ -9,35 +9,76 @@ import sys
 
 def add_parsers(sub) -> None:
     r = sub.add_parser(
-        "run", help="replay a suite with one or more agents and score them",
+        "run",
+        help="replay a suite with one or more agents and score them",
         description="Replay every session of a suite with each agent inside hardened sandboxes, verify with "
-                    "the session's tests, and score Path Accuracy@1..k, pass@k, path match and cursor error. "
-                    "Rows go to OUT/results.jsonl as they finish; rerunning the same command resumes.",
+        "the session's tests, and score Path Accuracy@1..k, pass@k, path match and cursor error. "
+        "Rows go to OUT/results.jsonl as they finish; rerunning the same command resumes.",
         epilog="Agents: oracle, noop, replay:FILE, hf:PATH, openai:BASE_URL[#MODEL]. "
-               "Example: etai run --suite jest-bugfix --agent oracle --agent noop")
-    r.add_argument("--suite", required=True, help="bundled suite name (jest-bugfix, or humaneval for code "
-                                                  "completions scored in the sandbox) or a suite folder")
-    r.add_argument("--agent", action="append", required=True, metavar="SPEC", help="agent spec (repeatable)")
-    r.add_argument("-k", type=int, default=None, help="tool-call budget for Path Accuracy (default: suite's, 3)")
-    r.add_argument("--max-steps", type=int, default=None, help="step budget of a rollout (default: suite's, 10)")
-    r.add_argument("--samples", type=int, default=1, help="rollouts per session and agent, for pass@k (default 1)")
-    r.add_argument("--workers", type=int, default=None, help="sessions in parallel (default: number of cores)")
+        "Example: etai run --suite jest-bugfix --agent oracle --agent noop",
+    )
+    r.add_argument(
+        "--suite",
+        required=True,
+        help="bundled suite name (jest-bugfix, or humaneval for code "
+        "completions scored in the sandbox) or a suite folder",
+    )
+    r.add_argument(
+        "--agent", action="append", required=True, metavar="SPEC", help="agent spec (repeatable)"
+    )
+    r.add_argument(
+        "-k",
+        type=int,
+        default=None,
+        help="tool-call budget for Path Accuracy (default: suite's, 3)",
+    )
+    r.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="step budget of a rollout (default: suite's, 10)",
+    )
+    r.add_argument(
+        "--samples",
+        type=int,
+        default=1,
+        help="rollouts per session and agent, for pass@k (default 1)",
+    )
+    r.add_argument(
+        "--workers", type=int, default=None, help="sessions in parallel (default: number of cores)"
+    )
     r.add_argument("--out", default=None, help="run folder (default runs/<suite>)")
-    r.add_argument("--session", action="append", metavar="ID",
-                   help="only these session ids, or HumanEval task ids (repeatable)")
-    r.add_argument("--sandbox", default="docker", help="sandbox implementation: docker (default) or local (UNSAFE)")
-    r.add_argument("--temperature", type=float, help="sampling temperature for model agents (0 = greedy)")
+    r.add_argument(
+        "--session",
+        action="append",
+        metavar="ID",
+        help="only these session ids, or HumanEval task ids (repeatable)",
+    )
+    r.add_argument(
+        "--sandbox",
+        default="docker",
+        help="sandbox implementation: docker (default) or local (UNSAFE)",
+    )
+    r.add_argument(
+        "--temperature", type=float, help="sampling temperature for model agents (0 = greedy)"
+    )
     r.add_argument("--top-p", type=float, help="nucleus sampling for model agents")
     r.add_argument("--max-new-tokens", type=int, help="generation budget per step for model agents")
-    r.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
+    r.add_argument(
+        "--json", action="store_true", help="print the summary as JSON instead of a table"
+    )
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=_run)
 
-    s = sub.add_parser("suite", help="validate or record a session suite").add_subparsers(dest="sub", required=True)
+    s = sub.add_parser("suite", help="validate or record a session suite").add_subparsers(
+        dest="sub", required=True
+    )
     v = s.add_parser("validate", help="check every session of a suite; exit 2 listing each problem")
     v.add_argument("path", help="suite folder or bundled name")
     v.set_defaults(func=_validate)
-    rec = s.add_parser("record", help="run each reference trace in the sandbox and write real results back")
+    rec = s.add_parser(
+        "record", help="run each reference trace in the sandbox and write real results back"
+    )
     rec.add_argument("path", help="suite folder or bundled name")
     rec.add_argument("--sandbox", default="docker")
     rec.set_defaults(func=_record)
@@ -46,11 +87,28 @@ def add_parsers(sub) -> None:
 def _run(args: argparse.Namespace) -> int:
     from harness.runner import run
 
-    options = {k: v for k, v in (("temperature", args.temperature), ("top_p", args.top_p),
-                                 ("max_new_tokens", args.max_new_tokens)) if v is not None}
-    summary = run(args.suite, args.agent, k=args.k, samples=args.samples, max_steps=args.max_steps,
-                  workers=args.workers, out=args.out, sandbox=args.sandbox, options=options,
-                  progress=not args.no_progress, session_ids=args.session)
+    options = {
+        k: v
+        for k, v in (
+            ("temperature", args.temperature),
+            ("top_p", args.top_p),
+            ("max_new_tokens", args.max_new_tokens),
+        )
+        if v is not None
+    }
+    summary = run(
+        args.suite,
+        args.agent,
+        k=args.k,
+        samples=args.samples,
+        max_steps=args.max_steps,
+        workers=args.workers,
+        out=args.out,
+        sandbox=args.sandbox,
+        options=options,
+        progress=not args.no_progress,
+        session_ids=args.session,
+    )
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -64,8 +122,10 @@ def _validate(args: argparse.Namespace) -> int:
     from harness.sessions import load_suite
 
     suite = load_suite(args.path)
-    print(f"{suite.name}: {len(suite.sessions)} sessions ok "
-          f"({len({s.intent for s in suite.sessions})} intents) at {suite.path}")
+    print(
+        f"{suite.name}: {len(suite.sessions)} sessions ok "
+        f"({len({s.intent for s in suite.sessions})} intents) at {suite.path}"
+    )
     return 0
 
 

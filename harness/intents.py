@@ -28,7 +28,8 @@ _EDIT = ("file_edit", "file_write")
 # Tools each intent may use; the tool-routing head masks the rest. Every intent may read and run
 # tests; only intents whose fix can need a new file may use file_write.
 ALLOWED_TOOLS: dict[str, tuple[str, ...]] = {
-    intent: _READ + (_EDIT if intent in {"refactor_function_signature", "fix_module_export"} else ("file_edit",))
+    intent: _READ
+    + (_EDIT if intent in {"refactor_function_signature", "fix_module_export"} else ("file_edit",))
     for intent in INTENTS
 }
 

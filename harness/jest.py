@@ -68,7 +68,9 @@ class JestResult:
     duration_s: float = 0.0
     reason: str | None = None  # why it is not a pass/fail on the tests' merits
     evidence: str = "none"
-    tests: list[TestOutcome] = field(default_factory=list)  # the guard's record (empty when unguarded)
+    tests: list[TestOutcome] = field(
+        default_factory=list
+    )  # the guard's record (empty when unguarded)
     tamper: list[str] = field(default_factory=list)  # what the guard refused or found changed
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,7 +93,7 @@ def error_location(message: str, workspace: str) -> Location | None:
     for m in _FRAME.finditer(_ANSI.sub("", message)):
         path = m.group("path")
         if path.startswith(prefix) and "/node_modules/" not in path:
-            return Location(path[len(prefix):], int(m.group("line")), int(m.group("col")))
+            return Location(path[len(prefix) :], int(m.group("line")), int(m.group("col")))
     return None
 
 
@@ -103,7 +105,9 @@ def _first_line(message: str) -> str:
     return ""
 
 
-def _trusted_outcomes(guard: dict[str, Any] | None, report: dict[str, Any]) -> tuple[list[TestOutcome], list[str]]:
+def _trusted_outcomes(
+    guard: dict[str, Any] | None, report: dict[str, Any]
+) -> tuple[list[TestOutcome], list[str]]:
     """The guard's per-test record, and every reason the run cannot be trusted."""
     if not isinstance(guard, dict):
         return [], ["no integrity record came back with the report"]
@@ -121,9 +125,13 @@ def _trusted_outcomes(guard: dict[str, Any] | None, report: dict[str, Any]) -> t
         ours = sorted((t["status"], t["name"]) for t in rec.get("tests") or [])
         theirs = sorted((t["status"], t["name"]) for t in tr["tests"])
         if ours != theirs:
-            tamper.append(f"{tr['file']}: the report disagrees with the guard's record of its tests")
-        outcomes += [TestOutcome(tr["file"], t["name"], t["status"], int(t.get("asserts") or 0))
-                     for t in rec.get("tests") or []]
+            tamper.append(
+                f"{tr['file']}: the report disagrees with the guard's record of its tests"
+            )
+        outcomes += [
+            TestOutcome(tr["file"], t["name"], t["status"], int(t.get("asserts") or 0))
+            for t in rec.get("tests") or []
+        ]
     return outcomes, tamper
 
 
@@ -135,11 +143,19 @@ def from_runner(answer: dict[str, Any], *, guarded: bool = True) -> JestResult:
     workspace = answer.get("workspace") or "/scratch/ws"
     duration = answer.get("duration_ms", 0) / 1000
     if answer.get("evidence") != "nonce" or not answer.get("report"):
-        reason = answer.get("reason") or ("jest error: " + str(answer.get("error"))[:300] if answer.get("error")
-                                          else "no_result_record")
-        status = {"timeout": Status.TIMEOUT, "memory_limit": Status.MEMORY_LIMIT,
-                  "output_limit": Status.OUTPUT_LIMIT}.get(reason, Status.FAILED)
-        return JestResult(status, 1, 0, 0, 0, 0, duration_s=duration, reason=reason, evidence="none")
+        reason = answer.get("reason") or (
+            "jest error: " + str(answer.get("error"))[:300]
+            if answer.get("error")
+            else "no_result_record"
+        )
+        status = {
+            "timeout": Status.TIMEOUT,
+            "memory_limit": Status.MEMORY_LIMIT,
+            "output_limit": Status.OUTPUT_LIMIT,
+        }.get(reason, Status.FAILED)
+        return JestResult(
+            status, 1, 0, 0, 0, 0, duration_s=duration, reason=reason, evidence="none"
+        )
     rep = answer["report"]
     failed: list[FailedTest] = []
     passed: list[str] = []
@@ -148,15 +164,24 @@ def from_runner(answer: dict[str, Any], *, guarded: bool = True) -> JestResult:
             # The file failed to load, or (its tests reported) an afterAll hook threw: Jest fails the
             # file either way ("Test suite failed to run"), so it is a failure of that file here too.
             msg = tr.get("failureMessage") or tr["execError"]
-            failed.append(FailedTest("(test file failed to run)", tr["file"], _first_line(msg),
-                                     error_location(msg, workspace)))
+            failed.append(
+                FailedTest(
+                    "(test file failed to run)",
+                    tr["file"],
+                    _first_line(msg),
+                    error_location(msg, workspace),
+                )
+            )
         for t in tr["tests"]:
             if t["status"] == "passed":
                 passed.append(f"{tr['file']}::{t['name']}")
             elif t["status"] == "failed":
                 msg = "\n".join(t.get("failureMessages") or [])
-                failed.append(FailedTest(t["name"], tr["file"], _first_line(msg),
-                                         error_location(msg, workspace)))
+                failed.append(
+                    FailedTest(
+                        t["name"], tr["file"], _first_line(msg), error_location(msg, workspace)
+                    )
+                )
     ran = {tr["file"] for tr in rep["testResults"]}
     missing = sorted(set(answer.get("expected_files") or []) - ran)
     n_failed = len(failed)
@@ -171,9 +196,17 @@ def from_runner(answer: dict[str, Any], *, guarded: bool = True) -> JestResult:
     outcomes, tamper = _trusted_outcomes(answer.get("guard"), rep) if guarded else ([], [])
     status = Status.TAMPERED if tamper else Status.PASSED if ok else Status.FAILED
     return JestResult(
-        status=status, exit_code=0 if status is Status.PASSED else 1,
-        num_passed=rep["numPassedTests"], num_failed=max(rep["numFailedTests"], n_failed),
-        num_total=rep["numTotalTests"], num_test_files=rep["numTotalTestSuites"],
-        failed_tests=failed, passed_tests=passed, duration_s=duration,
-        reason=f"tampered: {tamper[0]}" if tamper else reason, evidence="nonce", tests=outcomes, tamper=tamper,
+        status=status,
+        exit_code=0 if status is Status.PASSED else 1,
+        num_passed=rep["numPassedTests"],
+        num_failed=max(rep["numFailedTests"], n_failed),
+        num_total=rep["numTotalTests"],
+        num_test_files=rep["numTotalTestSuites"],
+        failed_tests=failed,
+        passed_tests=passed,
+        duration_s=duration,
+        reason=f"tampered: {tamper[0]}" if tamper else reason,
+        evidence="nonce",
+        tests=outcomes,
+        tamper=tamper,
     )

@@ -10,7 +10,8 @@ Nothing the agent or its code does escapes as an exception: failures become the 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from harness import tools
 from harness.agents import Agent, TaskView, check_available, cursor_of
@@ -69,9 +70,17 @@ def edit_cursor(sb: Sandbox, action: Action) -> Cursor | None:
     return Cursor(path, line, col, "before")
 
 
-def run_episode(session: Session, agent: Agent, sample: int, *, start_sandbox: SandboxFactory,
-                k: int, max_steps: int, passing: Iterable[str] | None = None,
-                gold: Gold | None = None) -> dict[str, Any]:
+def run_episode(
+    session: Session,
+    agent: Agent,
+    sample: int,
+    *,
+    start_sandbox: SandboxFactory,
+    k: int,
+    max_steps: int,
+    passing: Iterable[str] | None = None,
+    gold: Gold | None = None,
+) -> dict[str, Any]:
     """Play one rollout and return its result row (without run bookkeeping such as the cache key).
 
     ``passing`` and ``gold`` are what the preflight measured on this session (tests passing on the
@@ -82,7 +91,9 @@ def run_episode(session: Session, agent: Agent, sample: int, *, start_sandbox: S
     row = _new_row(session, agent, sample, k, max_steps)
     sb = None
     try:
-        check_available(agent)  # a server this run already found unreachable: no sandbox, no retries
+        check_available(
+            agent
+        )  # a server this run already found unreachable: no sandbox, no retries
         sb = start_sandbox(session)
         _play(sb, session, agent, sample, row, k=k, max_steps=max_steps, passing=passing, gold=gold)
     except InfraError as e:
@@ -101,12 +112,27 @@ def run_episode(session: Session, agent: Agent, sample: int, *, start_sandbox: S
 
 def _new_row(session: Session, agent: Agent, sample: int, k: int, max_steps: int) -> dict[str, Any]:
     return {
-        "session_id": session.session_id, "agent": agent.spec, "sample": sample, "intent": session.intent,
-        "k": k, "max_steps": max_steps, "steps": [], "actions": [], "agent_path": [],
+        "session_id": session.session_id,
+        "agent": agent.spec,
+        "sample": sample,
+        "intent": session.intent,
+        "k": k,
+        "max_steps": max_steps,
+        "steps": [],
+        "actions": [],
+        "agent_path": [],
         "human_path": [[s.tool_called, _target_file(s.tool_args)] for s in session.execution_trace],
-        "cursor_target": vars(session.cursor_target), "viewport": vars(session.ide_context.viewport),
-        "steps_to_green": None, "green": False, "n_invalid": 0, "final_output": None, "cursor": None,
-        "cursor_source": None, "reason": None, "tamper": [], "checks": [],
+        "cursor_target": vars(session.cursor_target),
+        "viewport": vars(session.ide_context.viewport),
+        "steps_to_green": None,
+        "green": False,
+        "n_invalid": 0,
+        "final_output": None,
+        "cursor": None,
+        "cursor_source": None,
+        "reason": None,
+        "tamper": [],
+        "checks": [],
     }
 
 
@@ -116,8 +142,18 @@ def _note_tamper(row: dict[str, Any], found: Iterable[str]) -> None:
             row["tamper"].append(t)
 
 
-def _play(sb: Sandbox, session: Session, agent: Agent, sample: int, row: dict[str, Any], *, k: int,
-          max_steps: int, passing: Iterable[str] | None, gold: Gold | None) -> Verdict:
+def _play(
+    sb: Sandbox,
+    session: Session,
+    agent: Agent,
+    sample: int,
+    row: dict[str, Any],
+    *,
+    k: int,
+    max_steps: int,
+    passing: Iterable[str] | None,
+    gold: Gold | None,
+) -> Verdict:
     """The agent's steps in a started sandbox, then the final verdict; fills ``row``, returns the verdict."""
     row["image"] = sb.image
     base = take_baseline(sb, sb.test_files, passing=passing, gold=gold)
@@ -136,11 +172,24 @@ def _play(sb: Sandbox, session: Session, agent: Agent, sample: int, row: dict[st
         if isinstance(decision, InvalidAction):
             row["n_invalid"] += 1
             result = {"status": "invalid_action", "error": decision.reason}
-            row["steps"].append({"step": i, "tool": None, "status": "invalid_action", "latency_s": 0.0,
-                                 "error": decision.reason})
+            row["steps"].append(
+                {
+                    "step": i,
+                    "tool": None,
+                    "status": "invalid_action",
+                    "latency_s": 0.0,
+                    "error": decision.reason,
+                }
+            )
             row["actions"].append({"invalid": decision.reason, "raw": decision.raw})
-            observations.append({"step": i, "tool_called": "invalid_action", "tool_args": {},
-                                 "execution_result": result})
+            observations.append(
+                {
+                    "step": i,
+                    "tool_called": "invalid_action",
+                    "tool_args": {},
+                    "execution_result": result,
+                }
+            )
             continue
         if decision.tool in MUTATING and first_edit is None:
             first_edit = edit_cursor(sb, decision)
@@ -148,12 +197,25 @@ def _play(sb: Sandbox, session: Session, agent: Agent, sample: int, row: dict[st
         if r.status == "infra_error":
             raise InfraError(r.error or "sandbox unavailable")
         _note_tamper(row, r.data.get("tamper") or [])  # the agent's own test runs count too
-        row["steps"].append({"step": i, "tool": decision.tool, "status": r.status,
-                             "latency_s": round(r.duration_s, 4), "error": r.error})
+        row["steps"].append(
+            {
+                "step": i,
+                "tool": decision.tool,
+                "status": r.status,
+                "latency_s": round(r.duration_s, 4),
+                "error": r.error,
+            }
+        )
         row["actions"].append({"tool": decision.tool, "args": decision.args})
         row["agent_path"].append([decision.tool, _target_file(decision.args)])
-        observations.append({"step": i, "tool_called": decision.tool, "tool_args": decision.args,
-                             "execution_result": r.to_dict()})
+        observations.append(
+            {
+                "step": i,
+                "tool_called": decision.tool,
+                "tool_args": decision.args,
+                "execution_result": r.to_dict(),
+            }
+        )
         if decision.tool in MUTATING and r.ok:
             verdict = verify(sb, base, list(session.verify_files))
             _note_tamper(row, verdict.tamper)
@@ -205,19 +267,40 @@ def preflight(session: Session, oracle: Agent, *, start_sandbox: SandboxFactory)
         base = take_baseline(sb, sb.test_files)
         if verify(sb, base, list(session.verify_files)).green:
             return {"ok": False, "reason": "workspace is green before any action"}
-        row = _new_row(session, oracle, 0, len(session.execution_trace), len(session.execution_trace))
-        verdict = _play(sb, session, oracle, 0, row, k=row["k"], max_steps=row["max_steps"],
-                        passing=base.passing, gold=None)
+        row = _new_row(
+            session, oracle, 0, len(session.execution_trace), len(session.execution_trace)
+        )
+        verdict = _play(
+            sb,
+            session,
+            oracle,
+            0,
+            row,
+            k=row["k"],
+            max_steps=row["max_steps"],
+            passing=base.passing,
+            gold=None,
+        )
         if row["status"] == "tampered":
-            return {"ok": False, "reason": f"the reference trips an integrity check: {row['tamper'][0]}"}
+            return {
+                "ok": False,
+                "reason": f"the reference trips an integrity check: {row['tamper'][0]}",
+            }
         if not row["green"]:
             return {"ok": False, "reason": f"reference does not reach green: {row['reason']}"}
         again = verify(sb, base, list(session.verify_files))
         if not again.green:
             return {"ok": False, "reason": f"the reference's green does not repeat: {again.reason}"}
-        gold = Gold.from_outcomes([verdict.tests, again.tests], session.verify_files or base.test_files)
-        return {"ok": True, "reason": None, "steps_to_green": row["steps_to_green"],
-                "passing": sorted(base.passing), "gold": gold.to_json()}
+        gold = Gold.from_outcomes(
+            [verdict.tests, again.tests], session.verify_files or base.test_files
+        )
+        return {
+            "ok": True,
+            "reason": None,
+            "steps_to_green": row["steps_to_green"],
+            "passing": sorted(base.passing),
+            "gold": gold.to_json(),
+        }
     except EtaiError as e:  # InfraError included
         raise InfraError(f"preflight of {session.session_id}: {e}") from e
     finally:

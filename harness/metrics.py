@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 Row = dict[str, Any]
 EXCLUDED = ("reference_broken", "infra_error")
@@ -25,13 +26,20 @@ def path_accuracy(rows: Sequence[Row], k: int) -> dict[int, float | None]:
     v = valid(rows)
     if not v:
         return {j: None for j in range(1, k + 1)}
-    return {j: sum(1 for r in v if r.get("steps_to_green") is not None and r["steps_to_green"] <= j) / len(v)
-            for j in range(1, k + 1)}
+    return {
+        j: sum(1 for r in v if r.get("steps_to_green") is not None and r["steps_to_green"] <= j)
+        / len(v)
+        for j in range(1, k + 1)
+    }
 
 
 def steps_to_green(rows: Sequence[Row]) -> dict[str, float | int | None]:
     s = [r["steps_to_green"] for r in valid(rows) if r.get("steps_to_green") is not None]
-    return {"n": len(s), "mean": statistics.fmean(s) if s else None, "median": statistics.median(s) if s else None}
+    return {
+        "n": len(s),
+        "mean": statistics.fmean(s) if s else None,
+        "median": statistics.median(s) if s else None,
+    }
 
 
 def lcs(a: Sequence[Any], b: Sequence[Any]) -> int:
@@ -45,7 +53,9 @@ def lcs(a: Sequence[Any], b: Sequence[Any]) -> int:
     return prev[-1]
 
 
-def path_match(agent_path: Sequence[Sequence[Any]], human_path: Sequence[Sequence[Any]], k: int) -> float:
+def path_match(
+    agent_path: Sequence[Sequence[Any]], human_path: Sequence[Sequence[Any]], k: int
+) -> float:
     """LCS of (tool, target file) over the first k steps of each, divided by the longer prefix."""
     a = [tuple(x) for x in agent_path[:k]]
     h = [tuple(x) for x in human_path[:k]]
@@ -56,7 +66,11 @@ def path_match(agent_path: Sequence[Sequence[Any]], human_path: Sequence[Sequenc
 
 def mean_path_match(rows: Sequence[Row], k: int) -> float | None:
     v = valid(rows)
-    return statistics.fmean(path_match(r.get("agent_path", []), r.get("human_path", []), k) for r in v) if v else None
+    return (
+        statistics.fmean(path_match(r.get("agent_path", []), r.get("human_path", []), k) for r in v)
+        if v
+        else None
+    )
 
 
 def pass_at_k(rows: Sequence[Row], ks: Iterable[int]) -> dict[int, float]:
@@ -90,8 +104,12 @@ def row_cursor(r: Row) -> dict[str, Any] | None:
     if c["file"] != t["file"]:
         return {"wrong_file": True, "px": None, "line_error": None, "placement_ok": None}
     (x1, y1), (x2, y2) = pixel(c["line"], c["column"], vp), pixel(t["line"], t["column"], vp)
-    return {"wrong_file": False, "px": math.hypot(x1 - x2, y1 - y2), "line_error": abs(c["line"] - t["line"]),
-            "placement_ok": c.get("placement", "before") == t.get("placement", "before")}
+    return {
+        "wrong_file": False,
+        "px": math.hypot(x1 - x2, y1 - y2),
+        "line_error": abs(c["line"] - t["line"]),
+        "placement_ok": c.get("placement", "before") == t.get("placement", "before"),
+    }
 
 
 def cursor_error(rows: Sequence[Row]) -> dict[str, Any]:
@@ -116,8 +134,10 @@ def cursor_error(rows: Sequence[Row]) -> dict[str, Any]:
             placement.append(one["placement_ok"])
     n = len(px) + wrong
     return {
-        "n": n, "n_missing": missing,
-        "median_px": statistics.median(px) if px else None, "mean_px": statistics.fmean(px) if px else None,
+        "n": n,
+        "n_missing": missing,
+        "median_px": statistics.median(px) if px else None,
+        "mean_px": statistics.fmean(px) if px else None,
         "mean_line_error": statistics.fmean(lines) if lines else None,
         "placement_accuracy": statistics.fmean(placement) if placement else None,
         "wrong_file_rate": wrong / n if n else None,
@@ -141,7 +161,9 @@ def summarize(rows: Sequence[Row], *, k: int, ks: Sequence[int] = (1,)) -> dict[
     """Every metric for one agent's rows."""
     broken = sorted({r["session_id"] for r in rows if r.get("status") == "reference_broken"})
     return {
-        "n_rows": len(rows), "n_valid": len(valid(rows)), "reference_broken": broken,
+        "n_rows": len(rows),
+        "n_valid": len(valid(rows)),
+        "reference_broken": broken,
         "n_infra_error": sum(1 for r in rows if r.get("status") == "infra_error"),
         "status_counts": status_counts(rows),
         "path_accuracy": path_accuracy(rows, k),

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from harness import tools
 from harness.errors import InfraError
@@ -26,9 +26,17 @@ def record_session(session: Session, start_sandbox: Callable[[Session], object])
             if r.status == "infra_error":
                 raise InfraError(f"{session.session_id} step {st.step}: {r.error}")
             result = r.to_dict()
-            result.pop("duration_s", None)  # timing noise would change the session's hash on every record
-            steps.append({"step": st.step, "tool_called": st.tool_called, "tool_args": st.tool_args,
-                          "execution_result": result})
+            result.pop(
+                "duration_s", None
+            )  # timing noise would change the session's hash on every record
+            steps.append(
+                {
+                    "step": st.step,
+                    "tool_called": st.tool_called,
+                    "tool_args": st.tool_args,
+                    "execution_result": result,
+                }
+            )
         return steps
     finally:
         sb.close()

@@ -38,9 +38,17 @@ def _input_error(where: str | None) -> Callable[[str], Exception]:
 class Registry(Generic[T]):
     """Entries of one concept; ``group`` is the entry-point group plug-ins register under."""
 
-    def __init__(self, concept: str, *, group: str | None = None, builtins: Iterable[str] = (),
-                 optional: Iterable[str] = (), where: str | None = None,
-                 error: Callable[[str], Exception] | None = None, imports: bool = False):
+    def __init__(
+        self,
+        concept: str,
+        *,
+        group: str | None = None,
+        builtins: Iterable[str] = (),
+        optional: Iterable[str] = (),
+        where: str | None = None,
+        error: Callable[[str], Exception] | None = None,
+        imports: bool = False,
+    ):
         self.concept = concept  # e.g. "agent", for messages
         self.group = group
         self._builtins = tuple(builtins)  # modules that register the built-in entries
@@ -56,6 +64,7 @@ class Registry(Generic[T]):
     def register(self, name: str, obj: T | None = None, **about: Any) -> Any:
         """``register(name, obj, description=...)``, or ``@register(name)`` as a decorator."""
         if obj is None:
+
             def decorate(o: T) -> T:
                 self.register(name, o, **about)
                 return o
@@ -82,8 +91,10 @@ class Registry(Generic[T]):
             return self._load_plugin(name, plugin)
         if self._imports and ":" in name:
             return self._import(name)
-        raise self._error(f"unknown {self.concept} {name!r}; known: {', '.join(sorted(self.names()))}"
-                          + ("; or 'module:Class'" if self._imports else ""))
+        raise self._error(
+            f"unknown {self.concept} {name!r}; known: {', '.join(sorted(self.names()))}"
+            + ("; or 'module:Class'" if self._imports else "")
+        )
 
     def __contains__(self, name: object) -> bool:
         self._load()
@@ -92,7 +103,9 @@ class Registry(Generic[T]):
     def names(self) -> tuple[str, ...]:
         """Built-ins in registration order, then plug-ins (not loaded) by name."""
         self._load()
-        return tuple(self._items) + tuple(sorted(n for n in self._entry_points() if n not in self._items))
+        return tuple(self._items) + tuple(
+            sorted(n for n in self._entry_points() if n not in self._items)
+        )
 
     def items(self) -> list[tuple[str, T]]:
         """Every entry, plug-ins loaded."""
@@ -117,7 +130,9 @@ class Registry(Generic[T]):
         for mod in self._optional:
             try:
                 importlib.import_module(mod)
-            except ImportError as e:  # the module itself is absent; an import error inside it is a bug
+            except (
+                ImportError
+            ) as e:  # the module itself is absent; an import error inside it is a bug
                 if not (e.name and mod.startswith(e.name)):
                     raise
 
@@ -125,18 +140,24 @@ class Registry(Generic[T]):
         if self._plugins is None:
             from importlib.metadata import entry_points
 
-            self._plugins = {ep.name: ep for ep in entry_points(group=self.group)} if self.group else {}
+            self._plugins = (
+                {ep.name: ep for ep in entry_points(group=self.group)} if self.group else {}
+            )
         return self._plugins
 
     def _load_plugin(self, name: str, ep: Any) -> T:
         try:
             obj = ep.load()
         except Exception as e:  # a broken plug-in names itself rather than crashing the caller
-            raise self._error(f"{self.concept} {name!r} from entry point {ep.value!r} "
-                              f"(group {self.group}) failed to load: {type(e).__name__}: {e}") from e
+            raise self._error(
+                f"{self.concept} {name!r} from entry point {ep.value!r} "
+                f"(group {self.group}) failed to load: {type(e).__name__}: {e}"
+            ) from e
         doc = (getattr(obj, "__doc__", None) or "").strip().splitlines()
         dist = getattr(getattr(ep, "dist", None), "name", None)
-        self.register(name, obj, description=(doc[0] if doc else "") + (f" (plug-in: {dist})" if dist else ""))
+        self.register(
+            name, obj, description=(doc[0] if doc else "") + (f" (plug-in: {dist})" if dist else "")
+        )
         return obj
 
     def _import(self, name: str) -> T:

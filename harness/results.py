@@ -17,8 +17,9 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from harness.errors import EtaiError, FolderBusy, InfraError, InputError
 
@@ -87,7 +88,9 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                 continue  # valid JSON but not a row (a hand-edited file): skipped like a torn one
             key = row["cache_key"]
             old = by_key.get(key)
-            if old is None or (old.get("status") in NON_TERMINAL and row.get("status") not in NON_TERMINAL):
+            if old is None or (
+                old.get("status") in NON_TERMINAL and row.get("status") not in NON_TERMINAL
+            ):
                 by_key[key] = row
     return list(by_key.values())
 
@@ -143,8 +146,10 @@ class ResultStore:
             size = os.fstat(fd).st_size
             try:
                 view = memoryview(line)
-                while view:  # a whole line per call, normally; a short write (disk filling) is continued
-                    view = view[os.write(fd, view):]
+                while (
+                    view
+                ):  # a whole line per call, normally; a short write (disk filling) is continued
+                    view = view[os.write(fd, view) :]
                 os.fsync(fd)
             except OSError:
                 os.ftruncate(fd, size)  # all or nothing: no half row for the loader to skip
@@ -180,7 +185,9 @@ class RunFolder:
 
     def __enter__(self) -> RunFolder:
         if self.path.exists() and not self.path.is_dir():
-            raise InputError("the run folder is a file; name a folder with --out", where=str(self.path))
+            raise InputError(
+                "the run folder is a file; name a folder with --out", where=str(self.path)
+            )
         self._made = [d for d in (*reversed(self.path.parents), self.path) if not d.exists()]
         try:
             self.path.mkdir(parents=True, exist_ok=True)
@@ -203,9 +210,12 @@ class RunFolder:
                 holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
                 os.close(fd)
                 pid = int(holder) if holder.isdigit() else None
-                raise FolderBusy(f"the run folder is in use by another etai run (pid {pid or 'unknown'}); "
-                                 "wait for it to end or choose another --out", where=str(self.path),
-                                 holder=pid) from None
+                raise FolderBusy(
+                    f"the run folder is in use by another etai run (pid {pid or 'unknown'}); "
+                    "wait for it to end or choose another --out",
+                    where=str(self.path),
+                    holder=pid,
+                ) from None
             try:  # the file locked must still be the one named (a run ending removes an empty folder's lock)
                 if os.fstat(fd).st_ino == os.stat(lock).st_ino:
                     break

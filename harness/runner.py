@@ -21,10 +21,20 @@ from harness.results import RunFolder
 from harness.suite_kinds import RunSettings, kind_of
 
 
-def run(suite: object, agents: Sequence[str], *, k: int | None = None, samples: int = 1,
-        max_steps: int | None = None, workers: int | None = None, out: str | Path | None = None,
-        sandbox: str = "docker", options: dict[str, Any] | None = None, progress: bool = True,
-        session_ids: Sequence[str] | None = None) -> dict[str, Any]:
+def run(
+    suite: object,
+    agents: Sequence[str],
+    *,
+    k: int | None = None,
+    samples: int = 1,
+    max_steps: int | None = None,
+    workers: int | None = None,
+    out: str | Path | None = None,
+    sandbox: str = "docker",
+    options: dict[str, Any] | None = None,
+    progress: bool = True,
+    session_ids: Sequence[str] | None = None,
+) -> dict[str, Any]:
     """Run ``agents`` (spec strings) on ``suite``; return the summary (also written to summary.json).
 
     ``suite`` is a bundled suite's name, a suite folder, or anything a registered suite kind claims
@@ -35,8 +45,13 @@ def run(suite: object, agents: Sequence[str], *, k: int | None = None, samples: 
     settings = RunSettings(
         samples=at_least_one("samples", samples),
         workers=(os.cpu_count() or 1) if workers is None else at_least_one("workers", workers),
-        k=k, max_steps=max_steps, sandbox=sandbox, options=dict(options or {}), progress=progress,
-        session_ids=list(session_ids) if session_ids else None)
+        k=k,
+        max_steps=max_steps,
+        sandbox=sandbox,
+        options=dict(options or {}),
+        progress=progress,
+        session_ids=list(session_ids) if session_ids else None,
+    )
     kind = kind_of(suite)
     opened = kind.open(suite, agents, settings)
     try:
@@ -56,7 +71,9 @@ def at_least_one(name: str, value: Any) -> int:
     return value
 
 
-def execute(jobs: list[tuple], work, workers: int, stop: threading.Event, progress: bool, what: str) -> None:
+def execute(
+    jobs: list[tuple], work, workers: int, stop: threading.Event, progress: bool, what: str
+) -> None:
     """Run jobs on a thread pool with a progress bar; Ctrl-C stops intake and reaps containers."""
     if not jobs:
         return

@@ -28,19 +28,32 @@ class SessionKind:
     """Replayed IDE sessions (a suite folder with sessions.jsonl, or a bundled suite's name)."""
 
     name = "sessions"
-    metrics = ("path_accuracy", "pass_at_k", "path_match", "steps_to_green", "cursor", "invalid_actions",
-               "tamper_rate", "n_infra_error", "reference_broken")
+    metrics = (
+        "path_accuracy",
+        "pass_at_k",
+        "path_match",
+        "steps_to_green",
+        "cursor",
+        "invalid_actions",
+        "tamper_rate",
+        "n_infra_error",
+        "reference_broken",
+    )
 
     def claims(self, suite: object) -> bool:
-        return isinstance(suite, (str, Path, Suite))  # the last resort: load_suite names what is wrong
+        return isinstance(
+            suite, (str, Path, Suite)
+        )  # the last resort: load_suite names what is wrong
 
-    def open(self, suite: object, agents: Sequence[str], settings: RunSettings) -> "OpenSessions":
+    def open(self, suite: object, agents: Sequence[str], settings: RunSettings) -> OpenSessions:
         from harness.sandbox import require_kind
 
         st = suite if isinstance(suite, Suite) else load_suite(suite)
         k = at_least_one("k", st.defaults.get("k", 3) if settings.k is None else settings.k)
-        max_steps = at_least_one("max_steps", st.defaults.get("max_steps", 10)
-                                  if settings.max_steps is None else settings.max_steps)
+        max_steps = at_least_one(
+            "max_steps",
+            st.defaults.get("max_steps", 10) if settings.max_steps is None else settings.max_steps,
+        )
         if max_steps < k:
             raise InputError(f"max_steps must be at least k (got max_steps={max_steps}, k={k})")
         sessions = list(st.sessions)
@@ -84,27 +97,56 @@ class OpenSessions:
 
     def run(self, out: Path) -> dict[str, Any]:
         s = self.settings
-        return _run(self.suite, self.sessions, self.agents, self.ctx, out, k=self.k, samples=s.samples,
-                    max_steps=self.max_steps, workers=s.workers, sandbox=s.sandbox, progress=s.progress)
+        return _run(
+            self.suite,
+            self.sessions,
+            self.agents,
+            self.ctx,
+            out,
+            k=self.k,
+            samples=s.samples,
+            max_steps=self.max_steps,
+            workers=s.workers,
+            sandbox=s.sandbox,
+            progress=s.progress,
+        )
 
     def close(self) -> None:
         for a in self.agents:
             a.close()
 
 
-def _preflight_cached(session: Session, image: str | None, start, oracle, store: ResultStore) -> dict[str, Any]:
+def _preflight_cached(
+    session: Session, image: str | None, start, oracle, store: ResultStore
+) -> dict[str, Any]:
     from harness import grading_digest, version
 
     key = cache_key("preflight", session.content_hash, image, version(), grading_digest())
     if store.has(key):
         return store.rows([key])[0]
-    row = {"cache_key": key, "session_id": session.session_id, **preflight(session, oracle, start_sandbox=start)}
+    row = {
+        "cache_key": key,
+        "session_id": session.session_id,
+        **preflight(session, oracle, start_sandbox=start),
+    }
     store.append(row)
     return row
 
 
-def _run(st: Suite, sessions: list[Session], agent_objs: list, ctx: AgentContext, out: Path, *, k: int,
-         samples: int, max_steps: int, workers: int, sandbox: str, progress: bool) -> dict[str, Any]:
+def _run(
+    st: Suite,
+    sessions: list[Session],
+    agent_objs: list,
+    ctx: AgentContext,
+    out: Path,
+    *,
+    k: int,
+    samples: int,
+    max_steps: int,
+    workers: int,
+    sandbox: str,
+    progress: bool,
+) -> dict[str, Any]:
     from harness import grading_digest, version
     from harness.sandbox import provider
     from harness.verify import Gold
@@ -126,17 +168,39 @@ def _run(st: Suite, sessions: list[Session], agent_objs: list, ctx: AgentContext
         for agent in agent_objs:
             for s in sessions:
                 for sample in range(samples):
-                    key = cache_key(agent.spec, agent.fingerprint, s.content_hash, image, version(),
-                                    grading_digest(), k, max_steps, sample)
+                    key = cache_key(
+                        agent.spec,
+                        agent.fingerprint,
+                        s.content_hash,
+                        image,
+                        version(),
+                        grading_digest(),
+                        k,
+                        max_steps,
+                        sample,
+                    )
                     keys.append(key)
                     if store.has(key):
                         continue
-                    base = {"cache_key": key, "suite": st.name, "session_hash": s.content_hash,
-                            "harness_version": version(), "image": image}
+                    base = {
+                        "cache_key": key,
+                        "suite": st.name,
+                        "session_hash": s.content_hash,
+                        "harness_version": version(),
+                        "image": image,
+                    }
                     if s.session_id in broken:
-                        store.append({**base, "session_id": s.session_id, "agent": agent.spec, "sample": sample,
-                                      "status": "reference_broken", "reason": broken[s.session_id],
-                                      "intent": s.intent})
+                        store.append(
+                            {
+                                **base,
+                                "session_id": s.session_id,
+                                "agent": agent.spec,
+                                "sample": sample,
+                                "status": "reference_broken",
+                                "reason": broken[s.session_id],
+                                "intent": s.intent,
+                            }
+                        )
                         continue
                     jobs.append((agent, s, sample, base))
 
@@ -144,8 +208,16 @@ def _run(st: Suite, sessions: list[Session], agent_objs: list, ctx: AgentContext
             if stop.is_set():
                 return
             flight = flights[s.session_id]
-            row = run_episode(s, agent, sample, start_sandbox=start, k=k, max_steps=max_steps,
-                              passing=flight["passing"], gold=Gold.from_json(flight["gold"]))
+            row = run_episode(
+                s,
+                agent,
+                sample,
+                start_sandbox=start,
+                k=k,
+                max_steps=max_steps,
+                passing=flight["passing"],
+                gold=Gold.from_json(flight["gold"]),
+            )
             if not stop.is_set():  # after Ctrl-C a killed sandbox is not the agent's result
                 store.append({**base, **row})
 
@@ -155,10 +227,19 @@ def _run(st: Suite, sessions: list[Session], agent_objs: list, ctx: AgentContext
 
     rows = store.rows(keys)
     summary = {
-        "kind": KIND.name, "suite": st.name, "k": k, "max_steps": max_steps, "samples": samples, "image": image,
-        "harness_version": version(), "n_sessions": len(sessions), "out": str(store.dir),
-        "agents": {spec: _agent_summary([r for r in rows if r["agent"] == spec], k=k, ks=pass_ks(samples))
-                   for spec in [a.spec for a in agent_objs]},
+        "kind": KIND.name,
+        "suite": st.name,
+        "k": k,
+        "max_steps": max_steps,
+        "samples": samples,
+        "image": image,
+        "harness_version": version(),
+        "n_sessions": len(sessions),
+        "out": str(store.dir),
+        "agents": {
+            spec: _agent_summary([r for r in rows if r["agent"] == spec], k=k, ks=pass_ks(samples))
+            for spec in [a.spec for a in agent_objs]
+        },
         "complete": all(r.get("status") != "infra_error" for r in rows) and len(rows) == len(keys),
     }
     write_json_atomic(store.dir / "summary.json", summary)

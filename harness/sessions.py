@@ -105,10 +105,18 @@ class _Problems:
         self.items.append(f"{where}: {field_}: {reason}")
 
 
-_TYPES = {str: "a string", int: "an integer", dict: "an object", list: "a list", (int, float): "a number"}
+_TYPES = {
+    str: "a string",
+    int: "an integer",
+    dict: "an object",
+    list: "a list",
+    (int, float): "a number",
+}
 
 
-def _get(obj: dict, key: str, typ, where: str, probs: _Problems, path: str, *, required: bool = True):
+def _get(
+    obj: dict, key: str, typ, where: str, probs: _Problems, path: str, *, required: bool = True
+):
     if key not in obj:
         if required:
             probs.add(where, path, "missing")
@@ -126,7 +134,9 @@ def decode_utf8(raw: bytes) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ValueError(f"not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
+        raise ValueError(
+            f"not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})"
+        ) from None
 
 
 def text_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -154,7 +164,11 @@ def _sandbox_file_problem(ws: Path, rel: str, what: str) -> str | None:
     for i, part in enumerate(parts):
         p = p / part
         if p.is_symlink():
-            where = "is a symlink" if i == len(parts) - 1 else f"is under a symlink ({'/'.join(parts[:i + 1])})"
+            where = (
+                "is a symlink"
+                if i == len(parts) - 1
+                else f"is under a symlink ({'/'.join(parts[: i + 1])})"
+            )
             return f"{rel} {where}, which the sandbox does not receive"
         if part in SKIP_DIRS:
             return f"{rel} is inside {part}, which the sandbox does not receive"
@@ -170,8 +184,10 @@ def _workspace_size_problem(ws: Path, ws_rel: str) -> str | None:
     if total <= MAX_WORKSPACE_BYTES:
         return None
     biggest, name = max(sizes)
-    return (f"{ws_rel} holds {total / 2**20:.1f} MiB, over the sandbox's {MAX_WORKSPACE_BYTES >> 20} MiB "
-            f"(largest: {name}, {biggest / 2**20:.1f} MiB)")
+    return (
+        f"{ws_rel} holds {total / 2**20:.1f} MiB, over the sandbox's {MAX_WORKSPACE_BYTES >> 20} MiB "
+        f"(largest: {name}, {biggest / 2**20:.1f} MiB)"
+    )
 
 
 def _line_count_and_lengths(path: Path) -> list[int] | None:
@@ -181,7 +197,9 @@ def _line_count_and_lengths(path: Path) -> list[int] | None:
         return None
 
 
-def _cursor(obj: Any, where: str, path: str, probs: _Problems, ws: Path | None, *, placement: bool) -> Cursor | None:
+def _cursor(
+    obj: Any, where: str, path: str, probs: _Problems, ws: Path | None, *, placement: bool
+) -> Cursor | None:
     if not isinstance(obj, dict):
         probs.add(where, path, f"must be an object, got {type(obj).__name__}")
         return None
@@ -205,7 +223,11 @@ def _cursor(obj: Any, where: str, path: str, probs: _Problems, ws: Path | None, 
             probs.add(where, f"{path}.line", f"line {line} is outside {f} (1..{len(lengths)})")
             return None
         if not 1 <= col <= lengths[line - 1] + 1:
-            probs.add(where, f"{path}.column", f"column {col} is outside line {line} of {f} (1..{lengths[line - 1] + 1})")
+            probs.add(
+                where,
+                f"{path}.column",
+                f"column {col} is outside line {line} of {f} (1..{lengths[line - 1] + 1})",
+            )
             return None
     return Cursor(f, line, col, place)
 
@@ -247,20 +269,45 @@ def _session(obj: Any, where: str, root: Path, probs: _Problems) -> Session | No
         for i, f in enumerate(files or []):
             if not isinstance(f, str):
                 probs.add(where, f"ide_context.open_files[{i}]", "must be a string")
-            elif ws is not None and ws.is_dir() and (problem := _sandbox_file_problem(ws, f, "a file")):
+            elif (
+                ws is not None
+                and ws.is_dir()
+                and (problem := _sandbox_file_problem(ws, f, "a file"))
+            ):
                 probs.add(where, f"ide_context.open_files[{i}]", problem)
-        cur = _cursor(ctx.get("cursor_position"), where, "ide_context.cursor_position", probs, ws, placement=False) \
-            if "cursor_position" in ctx else probs.add(where, "ide_context.cursor_position", "missing")
+        cur = (
+            _cursor(
+                ctx.get("cursor_position"),
+                where,
+                "ide_context.cursor_position",
+                probs,
+                ws,
+                placement=False,
+            )
+            if "cursor_position" in ctx
+            else probs.add(where, "ide_context.cursor_position", "missing")
+        )
         gs = _get(ctx, "git_status", str, where, probs, "ide_context.git_status")
-        vp_obj = _get(ctx, "viewport", dict, where, probs, "ide_context.viewport", required=False) or {}
+        vp_obj = (
+            _get(ctx, "viewport", dict, where, probs, "ide_context.viewport", required=False) or {}
+        )
         vp = Viewport()
-        for key, typ in (("scroll_top_line", int), ("line_height_px", (int, float)), ("char_width_px", (int, float)),
-                         ("gutter_px", (int, float)), ("zoom", (int, float))):
+        for key, typ in (
+            ("scroll_top_line", int),
+            ("line_height_px", (int, float)),
+            ("char_width_px", (int, float)),
+            ("gutter_px", (int, float)),
+            ("zoom", (int, float)),
+        ):
             if key in vp_obj:
                 val = _get(vp_obj, key, typ, where, probs, f"ide_context.viewport.{key}")
                 if val is not None and not math.isfinite(val):  # json.loads reads NaN and Infinity
-                    probs.add(where, f"ide_context.viewport.{key}", f"must be a finite number, got {val}")
-                elif val is not None and (val < 0 or (key != "scroll_top_line" and key != "gutter_px" and val == 0)):
+                    probs.add(
+                        where, f"ide_context.viewport.{key}", f"must be a finite number, got {val}"
+                    )
+                elif val is not None and (
+                    val < 0 or (key != "scroll_top_line" and key != "gutter_px" and val == 0)
+                ):
                     probs.add(where, f"ide_context.viewport.{key}", f"must be positive, got {val}")
         if not any(p.startswith(f"{where}: ide_context.viewport") for p in probs.items):
             vp = Viewport(**{k: vp_obj[k] for k in vp_obj if k in Viewport.__dataclass_fields__})
@@ -281,9 +328,17 @@ def _session(obj: Any, where: str, root: Path, probs: _Problems) -> Session | No
         args = _get(st, "tool_args", dict, where, probs, f"{p}.tool_args")
         res = _get(st, "execution_result", dict, where, probs, f"{p}.execution_result")
         if num is not None and num != i + 1:
-            probs.add(where, f"{p}.step", f"steps must be numbered 1..n in order; expected {i + 1}, got {num}")
+            probs.add(
+                where,
+                f"{p}.step",
+                f"steps must be numbered 1..n in order; expected {i + 1}, got {num}",
+            )
         if tool is not None and tool not in tools.tool_names():
-            probs.add(where, f"{p}.tool_called", f"unknown tool {tool!r}; known: {', '.join(tools.tool_names())}")
+            probs.add(
+                where,
+                f"{p}.tool_called",
+                f"unknown tool {tool!r}; known: {', '.join(tools.tool_names())}",
+            )
         elif tool is not None and args is not None:
             problem = tools.validate(tool, args)
             if problem:
@@ -300,8 +355,11 @@ def _session(obj: Any, where: str, root: Path, probs: _Problems) -> Session | No
     for f in vfiles:
         if ws is not None and ws.is_dir() and (problem := _sandbox_file_problem(ws, f, "a file")):
             probs.add(where, "verify.test_files", problem)
-    target = _cursor(obj["cursor_target"], where, "cursor_target", probs, ws, placement=True) \
-        if "cursor_target" in obj else probs.add(where, "cursor_target", "missing")
+    target = (
+        _cursor(obj["cursor_target"], where, "cursor_target", probs, ws, placement=True)
+        if "cursor_target" in obj
+        else probs.add(where, "cursor_target", "missing")
+    )
     if len(probs.items) > n_before:
         return None
     return Session(sid, instr, ide, tuple(steps), final, ws, tuple(vfiles), intent, target, raw=obj)
@@ -315,7 +373,9 @@ def find_suite(name_or_path: str | Path) -> Path:
     if (BUNDLED / str(name_or_path)).is_dir():
         return (BUNDLED / str(name_or_path)).resolve()
     bundled = sorted(d.name for d in BUNDLED.iterdir() if (d / "sessions.jsonl").is_file())
-    raise InputError(f"no suite folder or bundled suite named {str(name_or_path)!r}; bundled: {', '.join(bundled)}")
+    raise InputError(
+        f"no suite folder or bundled suite named {str(name_or_path)!r}; bundled: {', '.join(bundled)}"
+    )
 
 
 def load_suite(name_or_path: str | Path) -> Suite:
@@ -351,7 +411,10 @@ def load_suite(name_or_path: str | Path) -> Suite:
         except json.JSONDecodeError as e:
             probs.add(f"line {n}", "json", f"not valid JSON ({e.msg} at column {e.colno})")
             continue
-        except (ValueError, RecursionError) as e:  # an integer over Python's digit limit; nesting too deep
+        except (
+            ValueError,
+            RecursionError,
+        ) as e:  # an integer over Python's digit limit; nesting too deep
             probs.add(f"line {n}", "json", f"not valid JSON ({type(e).__name__}: {str(e)[:120]})")
             continue
         sid = obj.get("session_id") if isinstance(obj, dict) else None
@@ -367,6 +430,14 @@ def load_suite(name_or_path: str | Path) -> Suite:
     if not probs.items and not sessions:
         probs.add("sessions.jsonl", "sessions", "the suite holds no session")
     if probs.items:
-        raise InputError(f"{len(probs.items)} problem(s):\n  " + "\n  ".join(probs.items), where=str(jl))
+        raise InputError(
+            f"{len(probs.items)} problem(s):\n  " + "\n  ".join(probs.items), where=str(jl)
+        )
     defaults = meta.get("defaults") or {}
-    return Suite(str(meta.get("name", root.name)), root, str(meta.get("description", "")), defaults, tuple(sessions))
+    return Suite(
+        str(meta.get("name", root.name)),
+        root,
+        str(meta.get("description", "")),
+        defaults,
+        tuple(sessions),
+    )

@@ -81,7 +81,8 @@ def extra_metrics(rows: Sequence[Mapping[str, Any]], *, k: int) -> dict[str, Any
 
 
 SUITE_KINDS: Registry[SuiteKind] = Registry(
-    "suite kind", group="etai.suite_kinds", builtins=("harness.session_kind",), where="--suite")
+    "suite kind", group="etai.suite_kinds", builtins=("harness.session_kind",), where="--suite"
+)
 
 
 def kind_of(suite: object) -> SuiteKind:

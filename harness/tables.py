@@ -20,17 +20,34 @@ def grid(heads: list[str], rows: list[list[str]]) -> list[str]:
 def session_table(summary: dict[str, Any]) -> str:
     """The short comparison table printed after a run."""
     k = summary["k"]
-    heads = ["agent"] + [f"PA@{j}" for j in range(1, k + 1)] + ["pass@1", "steps→green", "path@k", "cursor px",
-                                                               "invalid", "tamper", "infra", "broken"]
+    heads = (
+        ["agent"]
+        + [f"PA@{j}" for j in range(1, k + 1)]
+        + ["pass@1", "steps→green", "path@k", "cursor px", "invalid", "tamper", "infra", "broken"]
+    )
     lines = []
     for spec, m in summary["agents"].items():
-        lines.append([spec] + [_fmt(m["path_accuracy"].get(j)) for j in range(1, k + 1)] + [
-            _fmt(m["pass_at_k"].get(1)), _fmt(m["steps_to_green"]["mean"]), _fmt(m["path_match"]),
-            _fmt(m["cursor"]["median_px"]), str(m["invalid_actions"]), _fmt(m["tamper_rate"]), str(m["n_infra_error"]),
-            str(len(m["reference_broken"]))])
-    out = [f"suite {summary['suite']}: {summary['n_sessions']} sessions, k={k}, max_steps={summary['max_steps']}, "
-           f"samples={summary['samples']}, image {summary['image']}"]
+        lines.append(
+            [spec]
+            + [_fmt(m["path_accuracy"].get(j)) for j in range(1, k + 1)]
+            + [
+                _fmt(m["pass_at_k"].get(1)),
+                _fmt(m["steps_to_green"]["mean"]),
+                _fmt(m["path_match"]),
+                _fmt(m["cursor"]["median_px"]),
+                str(m["invalid_actions"]),
+                _fmt(m["tamper_rate"]),
+                str(m["n_infra_error"]),
+                str(len(m["reference_broken"])),
+            ]
+        )
+    out = [
+        f"suite {summary['suite']}: {summary['n_sessions']} sessions, k={k}, max_steps={summary['max_steps']}, "
+        f"samples={summary['samples']}, image {summary['image']}"
+    ]
     out += grid(heads, lines)
-    out.append(f"rows: {summary['out']}/results.jsonl" + ("" if summary["complete"] else
-                                                          "  (INCOMPLETE: infra errors; rerun to retry them)"))
+    out.append(
+        f"rows: {summary['out']}/results.jsonl"
+        + ("" if summary["complete"] else "  (INCOMPLETE: infra errors; rerun to retry them)")
+    )
     return "\n".join(out)

@@ -19,21 +19,32 @@ row shows which one fired:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from harness import jest
 from harness.sandbox import Sandbox, Status
 
-CONFIG_FILES = ("package.json", "jest.config.js", "jest.config.cjs", "jest.config.mjs", "jest.config.json",
-                "jest.config.ts", "babel.config.js", ".babelrc")
+CONFIG_FILES = (
+    "package.json",
+    "jest.config.js",
+    "jest.config.cjs",
+    "jest.config.mjs",
+    "jest.config.json",
+    "jest.config.ts",
+    "babel.config.js",
+    ".babelrc",
+)
 # Mirrors isProtected in recipe/runner/guard.js: the guard refuses workspace code that reaches these,
 # and verify refuses a workspace where they changed.
 TEST_DIRS = frozenset({"__tests__", "__mocks__", "__snapshots__", "__fixtures__"})
 TOP_TEST_DIRS = frozenset({"test", "tests", "spec", "__test__"})
-_CONFIG_RE = re.compile(r"^(package\.json|jest\.config\.[cm]?[jt]s|jest\.config\.json|babel\.config\.[cm]?[jt]s|"
-                        r"babel\.config\.json|\.babelrc(\.[cm]?js|\.json)?|tsconfig(\.[\w-]+)?\.json)$")
+_CONFIG_RE = re.compile(
+    r"^(package\.json|jest\.config\.[cm]?[jt]s|jest\.config\.json|babel\.config\.[cm]?[jt]s|"
+    r"babel\.config\.json|\.babelrc(\.[cm]?js|\.json)?|tsconfig(\.[\w-]+)?\.json)$"
+)
 _TEST_NAME_RE = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$")
 
 
@@ -70,7 +81,7 @@ class Gold:
     tests: Mapping[str, tuple[int, int]]
 
     @classmethod
-    def from_outcomes(cls, runs: list[list[jest.TestOutcome]], verify_files: Iterable[str]) -> "Gold":
+    def from_outcomes(cls, runs: list[list[jest.TestOutcome]], verify_files: Iterable[str]) -> Gold:
         """From the reference's verification runs: the ids that passed in every run, each with its
         fewest count over the runs and its fewest passing assertions."""
         wanted = set(verify_files)
@@ -82,14 +93,18 @@ class Gold:
                     seen.setdefault(t.id, []).append(t.asserts)
             per_run.append(seen)
         common = set.intersection(*(set(r) for r in per_run)) if per_run else set()
-        return cls({tid: (min(len(r[tid]) for r in per_run), min(min(r[tid]) for r in per_run))
-                    for tid in sorted(common)})
+        return cls(
+            {
+                tid: (min(len(r[tid]) for r in per_run), min(min(r[tid]) for r in per_run))
+                for tid in sorted(common)
+            }
+        )
 
     def to_json(self) -> dict[str, list[int]]:
         return {k: list(v) for k, v in sorted(self.tests.items())}
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any] | None) -> "Gold | None":
+    def from_json(cls, obj: Mapping[str, Any] | None) -> Gold | None:
         return None if obj is None else cls({k: (int(v[0]), int(v[1])) for k, v in obj.items()})
 
 
@@ -117,8 +132,14 @@ class Verdict:
         return bool(self.tamper)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"green": self.green, "reason": self.reason, "status": self.status.value,
-                "failed_tests": self.failed_tests, "checks": self.checks, "tamper": self.tamper}
+        return {
+            "green": self.green,
+            "reason": self.reason,
+            "status": self.status.value,
+            "failed_tests": self.failed_tests,
+            "checks": self.checks,
+            "tamper": self.tamper,
+        }
 
 
 def _hashes(sb: Sandbox, paths: list[str]) -> dict[str, str | None]:
@@ -126,17 +147,27 @@ def _hashes(sb: Sandbox, paths: list[str]) -> dict[str, str | None]:
 
 
 def _listing(sb: Sandbox) -> frozenset[str]:
-    return frozenset(f for f in sb.request("list", {"path": ".", "max": 1_000_000})["files"] if is_protected(f))
+    return frozenset(
+        f for f in sb.request("list", {"path": ".", "max": 1_000_000})["files"] if is_protected(f)
+    )
 
 
 def _full_run(sb: Sandbox, timeout: float | None) -> jest.JestResult:
     t = timeout or sb.limits.timeout_s
-    answer = sb.request("jest", {"timeout_ms": int(t * 1000), "output_cap": sb.limits.output_cap}, timeout=t)
+    answer = sb.request(
+        "jest", {"timeout_ms": int(t * 1000), "output_cap": sb.limits.output_cap}, timeout=t
+    )
     return jest.from_runner(answer, guarded=sb.limits.guard)
 
 
-def take_baseline(sb: Sandbox, test_files: list[str], *, passing: Iterable[str] | None = None,
-                  gold: Gold | None = None, timeout: float | None = None) -> Baseline:
+def take_baseline(
+    sb: Sandbox,
+    test_files: list[str],
+    *,
+    passing: Iterable[str] | None = None,
+    gold: Gold | None = None,
+    timeout: float | None = None,
+) -> Baseline:
     """The pristine workspace. ``passing`` (tests passing at the start) comes from the preflight when
     it has measured them; otherwise one Jest run measures it here."""
     if passing is None:
@@ -153,21 +184,42 @@ def _passed(run: jest.JestResult) -> set[str]:
     return set(run.passed_tests)
 
 
-def verify(sb: Sandbox, base: Baseline, verify_files: list[str] | None = None, *,
-           timeout: float | None = None) -> Verdict:
+def verify(
+    sb: Sandbox,
+    base: Baseline,
+    verify_files: list[str] | None = None,
+    *,
+    timeout: float | None = None,
+) -> Verdict:
     fired: list[tuple[str, str]] = []
-    changed = sorted(p for p, h in _hashes(sb, list(base.protected)).items() if h != base.protected[p])
+    changed = sorted(
+        p for p, h in _hashes(sb, list(base.protected)).items() if h != base.protected[p]
+    )
     listing = _listing(sb)
-    added, removed = sorted(listing - base.protected_listing), sorted(base.protected_listing - listing)
+    added, removed = (
+        sorted(listing - base.protected_listing),
+        sorted(base.protected_listing - listing),
+    )
     if changed or added or removed:
-        fired.append(("protected_files", "protected files changed: " + ", ".join(
-            changed + [f"{p} (added)" for p in added if p not in changed] +
-            [f"{p} (removed)" for p in removed if p not in changed])))
+        fired.append(
+            (
+                "protected_files",
+                "protected files changed: "
+                + ", ".join(
+                    changed
+                    + [f"{p} (added)" for p in added if p not in changed]
+                    + [f"{p} (removed)" for p in removed if p not in changed]
+                ),
+            )
+        )
     run = _full_run(sb, timeout)
     failed = [{"name": f.name, "file": f.file, "message": f.message} for f in run.failed_tests]
     if run.tamper:
         fired.append(("tamper", f"tampered: {run.tamper[0]}"))
-    if run.status in (Status.TIMEOUT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT) or run.evidence != "nonce":
+    if (
+        run.status in (Status.TIMEOUT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT)
+        or run.evidence != "nonce"
+    ):
         fired.append(("run", f"verification run {run.status.value}: {run.reason}"))
     wanted = set(verify_files or base.test_files)
     passed_now = _passed(run)
@@ -182,11 +234,20 @@ def verify(sb: Sandbox, base: Baseline, verify_files: list[str] | None = None, *
             fired.append(("gold", problem))
     regressed = sorted(base.passing - passed_now)
     if regressed:
-        fired.append(("regression", f"{len(regressed)} test(s) that passed at the start no longer pass"))
+        fired.append(
+            ("regression", f"{len(regressed)} test(s) that passed at the start no longer pass")
+        )
     if run.reason and "did not report" in run.reason:
         fired.append(("reported", run.reason))
-    return Verdict(not fired, fired[0][1] if fired else None, run.status, failed,
-                   [c for c, _ in fired], run.tamper, run.tests)
+    return Verdict(
+        not fired,
+        fired[0][1] if fired else None,
+        run.status,
+        failed,
+        [c for c, _ in fired],
+        run.tamper,
+        run.tests,
+    )
 
 
 def _gold_problem(gold: Gold, outcomes: list[jest.TestOutcome]) -> str | None:
@@ -202,5 +263,7 @@ def _gold_problem(gold: Gold, outcomes: list[jest.TestOutcome]) -> str | None:
             if t.status != "passed":
                 return f"{tid}: {t.status}"
             if t.asserts < low:
-                return f"{tid}: passed with {t.asserts} passing assertion(s), the reference made {low}"
+                return (
+                    f"{tid}: passed with {t.asserts} passing assertion(s), the reference made {low}"
+                )
     return None

@@ -24,13 +24,20 @@ def _rate(hits: int, n: int) -> dict[str, Any]:
 
 
 def _by_session(df: pd.DataFrame, col: str) -> list[np.ndarray]:
-    return [g[col].dropna().to_numpy(dtype=float) for _, g in df.groupby("session_id", observed=True)]
+    return [
+        g[col].dropna().to_numpy(dtype=float) for _, g in df.groupby("session_id", observed=True)
+    ]
 
 
 def _mean_ci(df: pd.DataFrame, col: str, stat=np.mean) -> dict[str, Any]:
     values = df[col].dropna().to_numpy(dtype=float)
     lo, hi = _stats.bootstrap_ci(_by_session(df, col), stat)
-    return {"value": float(stat(values)) if len(values) else None, "lo": lo, "hi": hi, "n": len(values)}
+    return {
+        "value": float(stat(values)) if len(values) else None,
+        "lo": lo,
+        "hi": hi,
+        "n": len(values),
+    }
 
 
 def pass_at(df: pd.DataFrame, k: int) -> float | None:
@@ -53,8 +60,12 @@ def arm_metrics(df: pd.DataFrame, k: int) -> dict[str, Any]:
     px = v.dropna(subset=["cursor_px"])
     with_cursor = v[v["cursor_wrong_file"].notna()]
     return {
-        "n_sessions": int(df["session_id"].nunique()), "n_rows": len(df), "n_valid": len(v),
-        "path_accuracy": {j: _rate(int((stg.fillna(10**9) <= j).sum()), len(v)) for j in range(1, k + 1)},
+        "n_sessions": int(df["session_id"].nunique()),
+        "n_rows": len(df),
+        "n_valid": len(v),
+        "path_accuracy": {
+            j: _rate(int((stg.fillna(10**9) <= j).sum()), len(v)) for j in range(1, k + 1)
+        },
         "pass@1": _rate(int(v["passed"].sum()), len(v)),
         "tamper_rate": _rate(int((v["status"] == "tampered").sum()), len(v)),
         "steps_to_green": _mean_ci(v, "steps_to_green"),
@@ -113,9 +124,20 @@ def pair_test(a_rows: pd.DataFrame, b_rows: pd.DataFrame, a: str, b: str, j: int
     test = "exact sign test on per-session pass rates" if several else "exact McNemar"
     pj_a, pj_b = session_values(a_rows, "pa", j)[common], session_values(b_rows, "pa", j)[common]
     boot = _stats.paired_bootstrap(pj_a.to_numpy(), pj_b.to_numpy()) if len(common) else None
-    return PairTest(a, b, len(common), a_only, b_only, _stats.mcnemar_exact(b_only, a_only), test, j,
-                    boot.diff if boot else None, boot.lo if boot else None, boot.hi if boot else None,
-                    boot.p_two_sided if boot else None)
+    return PairTest(
+        a,
+        b,
+        len(common),
+        a_only,
+        b_only,
+        _stats.mcnemar_exact(b_only, a_only),
+        test,
+        j,
+        boot.diff if boot else None,
+        boot.lo if boot else None,
+        boot.hi if boot else None,
+        boot.p_two_sided if boot else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -142,10 +164,25 @@ class Comparison:
         for arm in self.arms:
             m = self.metrics[arm]
             row: dict[str, Any] = {"arm": arm, "sessions": m["n_sessions"], "valid": m["n_valid"]}
-            for name, cell in [*((f"PA@{j}", c) for j, c in m["path_accuracy"].items()),
-                               *((n, m[n]) for n in ("pass@1", "tamper_rate", "steps_to_green", "path_match",
-                                                      "cursor_px", "wrong_file_rate"))]:
-                row[name], row[f"{name} lo"], row[f"{name} hi"] = cell["value"], cell["lo"], cell["hi"]
+            for name, cell in [
+                *((f"PA@{j}", c) for j, c in m["path_accuracy"].items()),
+                *(
+                    (n, m[n])
+                    for n in (
+                        "pass@1",
+                        "tamper_rate",
+                        "steps_to_green",
+                        "path_match",
+                        "cursor_px",
+                        "wrong_file_rate",
+                    )
+                ),
+            ]:
+                row[name], row[f"{name} lo"], row[f"{name} hi"] = (
+                    cell["value"],
+                    cell["lo"],
+                    cell["hi"],
+                )
             row["invalid_actions"] = m["invalid_actions"]
             row.update({s: m["status_counts"][s] for s in ("infra_error", "reference_broken")})
             out.append(row)
@@ -158,7 +195,9 @@ def compare(df: pd.DataFrame, *, pa_j: int = 3) -> Comparison:
 
     if not isinstance(df, pd.DataFrame):
         df = load(df)
-    arms = list(dict.fromkeys(df.sort_values(["step", "run"], na_position="first", kind="stable")["arm"]))
+    arms = list(
+        dict.fromkeys(df.sort_values(["step", "run"], na_position="first", kind="stable")["arm"])
+    )
     have = {a: set(df.loc[df["arm"] == a, "session_id"]) for a in arms}
     every = set().union(*have.values())
     common = sorted(set.intersection(*have.values()))
@@ -172,10 +211,26 @@ def compare(df: pd.DataFrame, *, pa_j: int = 3) -> Comparison:
     by_arm = {a: rows[rows["arm"] == a] for a in arms}
     metrics = {a: arm_metrics(by_arm[a], int(by_arm[a]["k"].max())) for a in arms}
     ks = {a: int(by_arm[a]["k"].max()) for a in arms}
-    pairs = [pair_test(by_arm[a], by_arm[b], a, b, min(pa_j, ks[a], ks[b]))
-             for i, a in enumerate(arms) for b in arms[i + 1:]]
-    return Comparison(rows, arms, k, list(df.attrs.get("runs", [])), common, dropped, list(df.attrs.get("notes", [])),
-                      metrics, pairs, _intents(rows), _statuses(rows, arms), _steps(rows, arms), _training(rows, metrics))
+    pairs = [
+        pair_test(by_arm[a], by_arm[b], a, b, min(pa_j, ks[a], ks[b]))
+        for i, a in enumerate(arms)
+        for b in arms[i + 1 :]
+    ]
+    return Comparison(
+        rows,
+        arms,
+        k,
+        list(df.attrs.get("runs", [])),
+        common,
+        dropped,
+        list(df.attrs.get("notes", [])),
+        metrics,
+        pairs,
+        _intents(rows),
+        _statuses(rows, arms),
+        _steps(rows, arms),
+        _training(rows, metrics),
+    )
 
 
 def _intents(rows: pd.DataFrame) -> pd.DataFrame:
@@ -210,10 +265,17 @@ def _training(rows: pd.DataFrame, metrics: dict[str, dict[str, Any]]) -> pd.Data
         m = metrics[arm]
         rec = {"series": series, "step": int(step), "arm": arm}
         rec.update({f"PA@{j}": c["value"] for j, c in m["path_accuracy"].items()})
-        rec.update({n: m[n]["value"] for n in ("pass@1", "tamper_rate", "steps_to_green", "path_match",
-                                               "cursor_px")})
+        rec.update(
+            {
+                n: m[n]["value"]
+                for n in ("pass@1", "tamper_rate", "steps_to_green", "path_match", "cursor_px")
+            }
+        )
         rec["invalid_actions"] = m["invalid_actions"]
         rec["infra_error"] = m["status_counts"]["infra_error"]
         out.append(rec)
-    return pd.DataFrame(out).sort_values(["series", "step"]) if out else pd.DataFrame(
-        columns=["series", "step", "arm"])
+    return (
+        pd.DataFrame(out).sort_values(["series", "step"])
+        if out
+        else pd.DataFrame(columns=["series", "step", "arm"])
+    )

@@ -14,9 +14,17 @@ import numpy as np
 
 from reports._compare import Comparison
 
-STATUS_COLOURS = {"passed": "#2e7d32", "failed": "#c62828", "timeout": "#ef6c00", "memory_limit": "#8d6e63",
-                  "output_limit": "#a1887f", "invalid_action": "#f9a825", "tampered": "#6a1b9a",
-                  "infra_error": "#546e7a", "reference_broken": "#b0bec5"}
+STATUS_COLOURS = {
+    "passed": "#2e7d32",
+    "failed": "#c62828",
+    "timeout": "#ef6c00",
+    "memory_limit": "#8d6e63",
+    "output_limit": "#a1887f",
+    "invalid_action": "#f9a825",
+    "tampered": "#6a1b9a",
+    "infra_error": "#546e7a",
+    "reference_broken": "#b0bec5",
+}
 
 
 def _plt():
@@ -53,9 +61,19 @@ def pa_curve(c: Comparison) -> bytes:
         if not js:
             continue
         y = np.array([pa[j]["value"] for j in js])
-        err = np.array([[y[i] - pa[j]["lo"] for i, j in enumerate(js)], [pa[j]["hi"] - y[i] for i, j in enumerate(js)]])
+        err = np.array(
+            [
+                [y[i] - pa[j]["lo"] for i, j in enumerate(js)],
+                [pa[j]["hi"] - y[i] for i, j in enumerate(js)],
+            ]
+        )
         ax.errorbar(js, y, yerr=err, marker="o", capsize=3, label=arm)
-    ax.set(xlabel="tool calls (k)", ylabel="Path Accuracy@k", ylim=(-0.03, 1.03), title="Path Accuracy@1..k (95% Wilson)")
+    ax.set(
+        xlabel="tool calls (k)",
+        ylabel="Path Accuracy@k",
+        ylim=(-0.03, 1.03),
+        title="Path Accuracy@1..k (95% Wilson)",
+    )
     ax.set_xticks(range(1, c.k + 1))
     ax.legend(fontsize=8)
     return _png(fig)
@@ -71,8 +89,19 @@ def intents(c: Comparison) -> bytes:
     width = 0.8 / len(c.arms)
     for i, arm in enumerate(c.arms):
         sub = t[t["arm"] == arm].set_index(t[t["arm"] == arm]["intent"].astype(str))
-        ax.bar(np.arange(len(names)) + i * width, [sub["pass_rate"].get(n, np.nan) for n in names], width, label=arm)
-    ax.set_xticks(np.arange(len(names)) + width * (len(c.arms) - 1) / 2, names, rotation=30, ha="right", fontsize=8)
+        ax.bar(
+            np.arange(len(names)) + i * width,
+            [sub["pass_rate"].get(n, np.nan) for n in names],
+            width,
+            label=arm,
+        )
+    ax.set_xticks(
+        np.arange(len(names)) + width * (len(c.arms) - 1) / 2,
+        names,
+        rotation=30,
+        ha="right",
+        fontsize=8,
+    )
     ax.set(ylabel="pass@1", ylim=(0, 1.05), title="pass@1 by intent")
     ax.legend(fontsize=8)
     return _png(fig)
@@ -84,12 +113,20 @@ def statuses(c: Comparison) -> bytes:
     left = np.zeros(len(t))
     for status in t.columns:
         n = t[status].to_numpy()
-        ax.barh(range(len(t)), n, left=left, color=STATUS_COLOURS[status], label=f"{status} ({int(n.sum())})")
+        ax.barh(
+            range(len(t)),
+            n,
+            left=left,
+            color=STATUS_COLOURS[status],
+            label=f"{status} ({int(n.sum())})",
+        )
         left += n
     ax.set_yticks(range(len(t)), t.index, fontsize=8)
     ax.invert_yaxis()
     ax.set(xlabel="episodes", title="Status of every episode")
-    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.25 - 0.02 * len(c.arms)))
+    ax.legend(
+        fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.25 - 0.02 * len(c.arms))
+    )
     return _png(fig)
 
 
@@ -103,7 +140,13 @@ def cursor(c: Comparison) -> bytes:
         return _png(fig)
     ax.boxplot([x for _, x in data], vert=False, showmeans=True)
     for i, (_, x) in enumerate(data, 1):
-        ax.scatter(x, np.full(len(x), i) + np.linspace(-0.15, 0.15, len(x)), s=10, alpha=0.6, color="#1565c0")
+        ax.scatter(
+            x,
+            np.full(len(x), i) + np.linspace(-0.15, 0.15, len(x)),
+            s=10,
+            alpha=0.6,
+            color="#1565c0",
+        )
     ax.set_yticks(range(1, len(data) + 1), [a for a, _ in data], fontsize=8)
     ax.set(xlabel="cursor error (px, same file)", title="Cursor error per episode")
     return _png(fig)
@@ -134,12 +177,20 @@ def pairwise(c: Comparison) -> bytes:
             m[idx[p.a], idx[p.b]], m[idx[p.b], idx[p.a]] = p.pa_diff, -p.pa_diff
     im = ax.imshow(m, cmap="RdBu", vmin=-1, vmax=1)
     for p in c.pairs:
-        for (i, j, d) in ((idx[p.a], idx[p.b], p.pa_diff), (idx[p.b], idx[p.a], -p.pa_diff if p.pa_diff is not None else None)):
+        for i, j, d in (
+            (idx[p.a], idx[p.b], p.pa_diff),
+            (idx[p.b], idx[p.a], -p.pa_diff if p.pa_diff is not None else None),
+        ):
             if d is not None:
-                ax.text(j, i, f"{d:+.2f}\np={p.mcnemar_p:.3g}", ha="center", va="center", fontsize=7)
+                ax.text(
+                    j, i, f"{d:+.2f}\np={p.mcnemar_p:.3g}", ha="center", va="center", fontsize=7
+                )
     ax.set_xticks(range(n), c.arms, rotation=30, ha="right", fontsize=8)
     ax.set_yticks(range(n), c.arms, fontsize=8)
-    ax.set_title("row − column: PA@k difference (paired bootstrap);\np = exact McNemar on per-session pass", fontsize=9)
+    ax.set_title(
+        "row − column: PA@k difference (paired bootstrap);\np = exact McNemar on per-session pass",
+        fontsize=9,
+    )
     fig.colorbar(im, ax=ax, shrink=0.8)
     return _png(fig)
 
@@ -161,7 +212,7 @@ def training(c: Comparison) -> bytes:
             continue
         for series, g in t.groupby("series"):
             ax.plot(g["step"], g[name].astype(float), marker="o", label=str(series))
-    for ax in list(axes.flat)[len(names):]:
+    for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     for ax in axes.flat:
         if ax.lines:

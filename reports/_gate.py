@@ -30,10 +30,17 @@ _RULE = re.compile(
     r"^\s*(?P<metric>[a-z_]+(?:@\d+)?)\s*(?P<op>>=|<=|==|!=|>|<)\s*"
     r"(?:(?P<base>baseline)\s*(?:(?P<sign>[-+])\s*(?P<margin>\d+(?:\.\d*)?|\.\d+))?|"
     r"(?P<value>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?))"
-    r"\s*(?:,?\s*alpha\s*=\s*(?P<alpha>0?\.\d+))?\s*$", re.IGNORECASE)
+    r"\s*(?:,?\s*alpha\s*=\s*(?P<alpha>0?\.\d+))?\s*$",
+    re.IGNORECASE,
+)
 _OPS: dict[str, Callable[[float, float], bool]] = {
-    ">=": lambda a, b: a >= b, ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, "<": lambda a, b: a < b,
-    "==": lambda a, b: abs(a - b) <= 1e-12, "!=": lambda a, b: abs(a - b) > 1e-12}
+    ">=": lambda a, b: a >= b,
+    ">": lambda a, b: a > b,
+    "<=": lambda a, b: a <= b,
+    "<": lambda a, b: a < b,
+    "==": lambda a, b: abs(a - b) <= 1e-12,
+    "!=": lambda a, b: abs(a - b) > 1e-12,
+}
 
 
 @dataclass(frozen=True)
@@ -55,8 +62,11 @@ class Rule:
 def parse_rule(text: str, alpha: float = ALPHA) -> Rule:
     m = _RULE.match(text)
     if not m:
-        raise InputError(f"cannot read rule {text!r}: expected METRIC OP NUMBER (pass@1>=0.6) or "
-                         "METRIC OP baseline [- MARGIN] [alpha=A] (pass@1 >= baseline - 0.05)", where="--rule")
+        raise InputError(
+            f"cannot read rule {text!r}: expected METRIC OP NUMBER (pass@1>=0.6) or "
+            "METRIC OP baseline [- MARGIN] [alpha=A] (pass@1 >= baseline - 0.05)",
+            where="--rule",
+        )
     metric = m["metric"].lower().replace("path_accuracy@", "pa@")
     _check_metric(metric, text)
     a = float(m["alpha"]) if m["alpha"] else alpha
@@ -71,8 +81,10 @@ def parse_rule(text: str, alpha: float = ALPHA) -> Rule:
     margin = float(m["margin"] or 0.0)
     worse_side = "-" if m["op"] in (">=", ">") else "+"
     if m["sign"] and m["sign"] != worse_side:
-        raise InputError(f"the margin is how much worse is tolerated: write baseline {worse_side} {m['margin']}",
-                         where=text)
+        raise InputError(
+            f"the margin is how much worse is tolerated: write baseline {worse_side} {m['margin']}",
+            where=text,
+        )
     _paired(metric, text)
     return Rule(text.strip(), metric, m["op"], margin=margin, alpha=a)
 
@@ -83,13 +95,23 @@ def _check_metric(metric: str, text: str) -> None:
         return
     if not n and (metric in _VALUE or metric in STATUSES):
         return
-    raise InputError(f"unknown metric {metric!r}; known: pass@N, pa@J (path_accuracy@J), "
-                     f"{', '.join(_VALUE)}, and status counts ({', '.join(STATUSES)})", where=text)
+    raise InputError(
+        f"unknown metric {metric!r}; known: pass@N, pa@J (path_accuracy@J), "
+        f"{', '.join(_VALUE)}, and status counts ({', '.join(STATUSES)})",
+        where=text,
+    )
 
 
 # Metrics read off arm_metrics' cells; pass@N, pa@J and status counts are parsed from the name.
-_VALUE = ("tamper_rate", "path_match", "steps_to_green", "cursor_px", "wrong_file_rate", "invalid_actions",
-          "n_valid")
+_VALUE = (
+    "tamper_rate",
+    "path_match",
+    "steps_to_green",
+    "cursor_px",
+    "wrong_file_rate",
+    "invalid_actions",
+    "n_valid",
+)
 
 
 def _paired(metric: str, text: str) -> tuple[str, int]:
@@ -100,8 +122,11 @@ def _paired(metric: str, text: str) -> tuple[str, int]:
         return "pa", int(metric[3:])
     if metric in ("tamper_rate", "path_match", "cursor_px"):
         return {"tamper_rate": "tampered"}.get(metric, metric), 1
-    raise InputError(f"{metric} has no paired test; baseline rules take pass@1, pa@J, tamper_rate, "
-                     "path_match or cursor_px (use an absolute rule for the rest)", where=text)
+    raise InputError(
+        f"{metric} has no paired test; baseline rules take pass@1, pa@J, tamper_rate, "
+        "path_match or cursor_px (use an absolute rule for the rest)",
+        where=text,
+    )
 
 
 def value_of(metric: str, rows: pd.DataFrame, m: dict[str, Any], k: int) -> float | None:
@@ -109,7 +134,9 @@ def value_of(metric: str, rows: pd.DataFrame, m: dict[str, Any], k: int) -> floa
     if name == "pass":
         fewest = int(rows[rows["valid"]].groupby("session_id", observed=True).size().min() or 0)
         if int(n) > max(fewest, 1):
-            raise InputError(f"{metric} needs at least {n} samples of every session (the run has {fewest})")
+            raise InputError(
+                f"{metric} needs at least {n} samples of every session (the run has {fewest})"
+            )
         return m["pass@1"]["value"] if n == "1" else pass_at(rows, int(n))
     if name == "pa":
         cell = m["path_accuracy"].get(int(n))
@@ -173,16 +200,25 @@ def _pick(df: pd.DataFrame, agent: str | None, what: str) -> str:
     if agent is None:
         if len(arms) == 1:
             return arms[0]
-        raise InputError(f"the {what} run has {len(arms)} agents ({', '.join(arms)}); name one with "
-                         f"--{'agent' if what == 'candidate' else 'baseline-agent'}")
+        raise InputError(
+            f"the {what} run has {len(arms)} agents ({', '.join(arms)}); name one with "
+            f"--{'agent' if what == 'candidate' else 'baseline-agent'}"
+        )
     if agent not in arms:
         raise InputError(f"no agent {agent!r} in the {what} run; it has {', '.join(arms)}")
     return agent
 
 
-def gate(candidate: str | Path, rules: Sequence[str | Rule], *, baseline: str | Path | None = None,
-         agent: str | None = None, baseline_agent: str | None = None, alpha: float = ALPHA,
-         allow_mismatch: bool = False) -> GateResult:
+def gate(
+    candidate: str | Path,
+    rules: Sequence[str | Rule],
+    *,
+    baseline: str | Path | None = None,
+    agent: str | None = None,
+    baseline_agent: str | None = None,
+    alpha: float = ALPHA,
+    allow_mismatch: bool = False,
+) -> GateResult:
     """Check ``rules`` on one agent of ``candidate``; see the module doc. Bad input raises InputError."""
     parsed = [r if isinstance(r, Rule) else parse_rule(r, alpha) for r in rules]
     if not parsed:
@@ -198,7 +234,9 @@ def gate(candidate: str | Path, rules: Sequence[str | Rule], *, baseline: str | 
     base_rows, base_arm = None, None
     if baseline is not None:
         base = load(baseline)
-        base_arm = _pick(base, baseline_agent or (agent if agent in set(base["arm"]) else None), "baseline")
+        base_arm = _pick(
+            base, baseline_agent or (agent if agent in set(base["arm"]) else None), "baseline"
+        )
         base_rows = base[base["arm"] == base_arm]
         load([candidate, baseline], allow_mismatch=allow_mismatch)  # refuses runs of other sessions
         incomplete += _incomplete(base, base_arm, "baseline")
@@ -209,20 +247,37 @@ def gate(candidate: str | Path, rules: Sequence[str | Rule], *, baseline: str | 
             continue
         v = value_of(r.metric, rows, m, k)
         if v is None:
-            results.append(RuleResult(r.text, False, None, f"{r.metric} is undefined (no valid episodes)"))
+            results.append(
+                RuleResult(r.text, False, None, f"{r.metric} is undefined (no valid episodes)")
+            )
         else:
             ok = _OPS[r.op](v, r.value)
-            results.append(RuleResult(r.text, ok, v, f"{r.metric} = {v:.4g} ({'meets' if ok else 'fails'} "
-                                                        f"{r.op} {r.value:g})"))
-    return GateResult(str(candidate), arm, str(baseline) if baseline is not None else None, base_arm,
-                      results, _sessions(rows, arm), incomplete)
+            results.append(
+                RuleResult(
+                    r.text,
+                    ok,
+                    v,
+                    f"{r.metric} = {v:.4g} ({'meets' if ok else 'fails'} {r.op} {r.value:g})",
+                )
+            )
+    return GateResult(
+        str(candidate),
+        arm,
+        str(baseline) if baseline is not None else None,
+        base_arm,
+        results,
+        _sessions(rows, arm),
+        incomplete,
+    )
 
 
 def _incomplete(df: pd.DataFrame, arm: str, what: str) -> list[str]:
     out = []
     n = int((df.loc[df["arm"] == arm, "status"] == "infra_error").sum())
     if n:
-        out.append(f"the {what} run has {n} infra_error row(s) for {arm}; rerun `etai run` to retry them")
+        out.append(
+            f"the {what} run has {n} infra_error row(s) for {arm}; rerun `etai run` to retry them"
+        )
     run_labels = set(df.loc[df["arm"] == arm, "run"])
     for info in df.attrs["runs"]:
         if info["label"] in run_labels and not info["has_summary"]:
@@ -230,7 +285,9 @@ def _incomplete(df: pd.DataFrame, arm: str, what: str) -> list[str]:
     return out
 
 
-def _vs_baseline(r: Rule, rows: pd.DataFrame, base_rows: pd.DataFrame, base_arm: str, k: int) -> RuleResult:
+def _vs_baseline(
+    r: Rule, rows: pd.DataFrame, base_rows: pd.DataFrame, base_arm: str, k: int
+) -> RuleResult:
     kind, j = _paired(r.metric, r.text)
     if kind == "pa" and j > k:
         raise InputError(f"{r.metric}: the candidate's budget is k={k}", where=r.text)
@@ -245,18 +302,24 @@ def _vs_baseline(r: Rule, rows: pd.DataFrame, base_rows: pd.DataFrame, base_arm:
     if kind == "pass" and r.margin == 0:
         worse, better = int((c < b).sum()), int((c > b).sum())
         p = _stats.mcnemar_exact(worse, better, "a-worse")
-        test = ("exact sign test on per-session pass rates" if several else "exact McNemar") + " (one-sided)"
+        test = (
+            "exact sign test on per-session pass rates" if several else "exact McNemar"
+        ) + " (one-sided)"
         how = f"{worse} session(s) worse, {better} better"
     else:
         boot = _stats.paired_bootstrap(sign * c, sign * b)
         p = boot.p_worse_than(r.margin)
-        test = f"paired bootstrap over {len(common)} sessions ({_stats.N_BOOT:,} resamples, one-sided)"
+        test = (
+            f"paired bootstrap over {len(common)} sessions ({_stats.N_BOOT:,} resamples, one-sided)"
+        )
         how = f"mean difference {sign * boot.diff:+.4g} [{sign * boot.lo:+.4g}, {sign * boot.hi:+.4g}]"
     ok = p >= r.alpha
     cv, bv = float(c.mean()), float(b.mean())
     verdict = "not shown worse" if ok else "worse"
-    detail = (f"{r.metric}: candidate {cv:.4g} vs baseline {bv:.4g} ({base_arm}) on {len(common)} sessions; {how}; "
-              f"{verdict} by more than {r.margin:g} at alpha={r.alpha:g} ({test}, p={p:.4g})")
+    detail = (
+        f"{r.metric}: candidate {cv:.4g} vs baseline {bv:.4g} ({base_arm}) on {len(common)} sessions; {how}; "
+        f"{verdict} by more than {r.margin:g} at alpha={r.alpha:g} ({test}, p={p:.4g})"
+    )
     return RuleResult(r.text, ok, cv, detail, baseline=bv, test=test, p=p)
 
 
@@ -273,7 +336,17 @@ def _sessions(rows: pd.DataFrame, arm: str) -> list[SessionResult]:
         else:
             status = "passed" if n_pass == len(valid) else "failed"
         msg = f"{n_pass}/{len(valid)} sample(s) passed; statuses: {', '.join(statuses)}"
-        out.append(SessionResult(arm, str(sid), status, n_pass, len(valid), msg, float(g["duration_s"].fillna(0).sum())))
+        out.append(
+            SessionResult(
+                arm,
+                str(sid),
+                status,
+                n_pass,
+                len(valid),
+                msg,
+                float(g["duration_s"].fillna(0).sum()),
+            )
+        )
     return out
 
 
@@ -295,7 +368,9 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise InputError("expected a mapping with a non-empty list `rules`", where=str(p))
     unknown = sorted(set(cfg) - known)
     if unknown:
-        raise InputError(f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}", where=str(p))
+        raise InputError(
+            f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}", where=str(p)
+        )
     if not all(isinstance(r, str) for r in cfg["rules"]):
         raise InputError("every rule is a string such as 'pass@1 >= 0.6'", where=str(p))
     return cfg

@@ -9,7 +9,11 @@ from pathlib import Path
 
 from reports._gate import GateResult
 
-_HEADLINE = {0: "✅ gate passed", 1: "❌ gate failed", 3: "⚠️ run incomplete: the gate cannot decide"}
+_HEADLINE = {
+    0: "✅ gate passed",
+    1: "❌ gate failed",
+    3: "⚠️ run incomplete: the gate cannot decide",
+}
 
 
 def junit_xml(result: GateResult) -> str:
@@ -27,17 +31,29 @@ def junit_xml(result: GateResult) -> str:
         ET.SubElement(case, "error", message=text, type="RunIncomplete").text = text
     sessions = ET.SubElement(root, "testsuite", name=f"etai sessions: {result.agent}")
     for s in result.sessions:
-        case = ET.SubElement(sessions, "testcase", classname=f"etai.sessions.{result.agent}", name=s.session_id,
-                             time=f"{s.duration_s:.3f}")
+        case = ET.SubElement(
+            sessions,
+            "testcase",
+            classname=f"etai.sessions.{result.agent}",
+            name=s.session_id,
+            time=f"{s.duration_s:.3f}",
+        )
         if s.status == "failed":
             ET.SubElement(case, "failure", message=s.message, type="NotGreen").text = s.message
         elif s.status == "error":
             ET.SubElement(case, "error", message=s.message, type="InfraError").text = s.message
         elif s.status == "skipped":
-            ET.SubElement(case, "skipped", message="reference_broken: the session's own reference is not green")
+            ET.SubElement(
+                case,
+                "skipped",
+                message="reference_broken: the session's own reference is not green",
+            )
     for suite in (rules, sessions):
         cases = suite.findall("testcase")
-        counts = {tag: sum(1 for c in cases if c.find(tag) is not None) for tag in ("failure", "error", "skipped")}
+        counts = {
+            tag: sum(1 for c in cases if c.find(tag) is not None)
+            for tag in ("failure", "error", "skipped")
+        }
         suite.set("tests", str(len(cases)))
         suite.set("failures", str(counts["failure"]))
         suite.set("errors", str(counts["error"]))
@@ -49,18 +65,45 @@ def junit_xml(result: GateResult) -> str:
 
 
 def markdown(result: GateResult) -> str:
-    out = [f"### {_HEADLINE[result.exit_code]}", "",
-           f"Candidate `{result.agent}` in `{result.candidate}`"
-           + (f", baseline `{result.baseline_agent}` in `{result.baseline}`" if result.baseline else "") + ".", ""]
+    out = [
+        f"### {_HEADLINE[result.exit_code]}",
+        "",
+        f"Candidate `{result.agent}` in `{result.candidate}`"
+        + (
+            f", baseline `{result.baseline_agent}` in `{result.baseline}`"
+            if result.baseline
+            else ""
+        )
+        + ".",
+        "",
+    ]
     out += [f"- {why}" for why in result.incomplete] + ([""] if result.incomplete else [])
-    out += ["| rule | result | value | baseline | test | p | detail |", "|---|---|---|---|---|---|---|"]
+    out += [
+        "| rule | result | value | baseline | test | p | detail |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in result.rules:
-        cells = [f"`{r.rule}`", "pass" if r.passed else "**FAIL**", _num(r.value), _num(r.baseline), r.test or "–",
-                 _num(r.p), r.detail]
+        cells = [
+            f"`{r.rule}`",
+            "pass" if r.passed else "**FAIL**",
+            _num(r.value),
+            _num(r.baseline),
+            r.test or "–",
+            _num(r.p),
+            r.detail,
+        ]
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    by = {st: [s for s in result.sessions if s.status == st] for st in ("passed", "failed", "error", "skipped")}
-    out += ["", (f"Sessions: {len(by['passed'])} passed, {len(by['failed'])} failed, {len(by['error'])} infra errors, "
-                f"{len(by['skipped'])} reference_broken (of {len(result.sessions)}).")]
+    by = {
+        st: [s for s in result.sessions if s.status == st]
+        for st in ("passed", "failed", "error", "skipped")
+    }
+    out += [
+        "",
+        (
+            f"Sessions: {len(by['passed'])} passed, {len(by['failed'])} failed, {len(by['error'])} infra errors, "
+            f"{len(by['skipped'])} reference_broken (of {len(result.sessions)})."
+        ),
+    ]
     if by["failed"]:
         out.append("Not green: " + ", ".join(f"`{s.session_id}`" for s in by["failed"]))
     return "\n".join(out) + "\n"
@@ -70,10 +113,18 @@ def _num(x: float | None) -> str:
     return "–" if x is None else f"{x:.4g}"
 
 
-def write(result: GateResult, *, junit: str | Path | None = None, md: str | Path | None = None,
-          json_path: str | Path | None = None) -> None:
-    for path, text in ((junit, lambda: junit_xml(result)), (md, lambda: markdown(result)),
-                       (json_path, lambda: json.dumps(result.to_dict(), indent=2) + "\n")):
+def write(
+    result: GateResult,
+    *,
+    junit: str | Path | None = None,
+    md: str | Path | None = None,
+    json_path: str | Path | None = None,
+) -> None:
+    for path, text in (
+        (junit, lambda: junit_xml(result)),
+        (md, lambda: markdown(result)),
+        (json_path, lambda: json.dumps(result.to_dict(), indent=2) + "\n"),
+    ):
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_text(text(), encoding="utf-8")

@@ -20,8 +20,17 @@ import pandas as pd
 from harness import metrics
 from harness.errors import InputError
 
-STATUSES = ("passed", "failed", "timeout", "memory_limit", "output_limit", "invalid_action", "tampered",
-            "infra_error", "reference_broken")
+STATUSES = (
+    "passed",
+    "failed",
+    "timeout",
+    "memory_limit",
+    "output_limit",
+    "invalid_action",
+    "tampered",
+    "infra_error",
+    "reference_broken",
+)
 _STEP = re.compile(r"^ba(\d+)$")
 _STEP_SUFFIX = re.compile(r"-ba\d+$")
 
@@ -56,15 +65,20 @@ def find_runs(path: str | Path) -> list[tuple[Path, int | None, Path | None]]:
         return [(p, None, None)]
     evals = p if p.name == "harness-eval" else p / "harness-eval"
     if evals.is_dir():
-        steps = sorted((int(m.group(1)), d) for d in evals.iterdir()
-                       if d.is_dir() and (m := _STEP.match(d.name)) and (d / "results.jsonl").is_file())
+        steps = sorted(
+            (int(m.group(1)), d)
+            for d in evals.iterdir()
+            if d.is_dir() and (m := _STEP.match(d.name)) and (d / "results.jsonl").is_file()
+        )
         if steps:
             root = evals.parent
             return [(d, n, root) for n, d in steps]
     if not p.exists():
         raise InputError("no such folder", where=str(p))
-    raise InputError("not a run folder (no results.jsonl) nor a training folder (no harness-eval/ba<N>/)",
-                     where=str(p))
+    raise InputError(
+        "not a run folder (no results.jsonl) nor a training folder (no harness-eval/ba<N>/)",
+        where=str(p),
+    )
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -74,9 +88,13 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     for i, r in enumerate(rows, 1):
         missing = [f for f in ("session_id", "agent", "status") if not isinstance(r.get(f), str)]
         if missing:
-            raise InputError(f"row {i} has no {', '.join(missing)}", where=str(path / "results.jsonl"))
+            raise InputError(
+                f"row {i} has no {', '.join(missing)}", where=str(path / "results.jsonl")
+            )
         if r["status"] not in STATUSES:
-            raise InputError(f"row {i} has an unknown status {r['status']!r}", where=str(path / "results.jsonl"))
+            raise InputError(
+                f"row {i} has an unknown status {r['status']!r}", where=str(path / "results.jsonl")
+            )
     if not rows:
         raise InputError("results.jsonl holds no rows", where=str(path))
     return rows
@@ -96,14 +114,26 @@ def _episode(r: dict[str, Any]) -> dict[str, Any]:
     cur = metrics.row_cursor(r)
     k = int(r.get("k") or 3)
     return {
-        "session_id": r["session_id"], "agent": r["agent"], "sample": int(r.get("sample", 0)),
-        "session_hash": r.get("session_hash"), "suite": r.get("suite"), "intent": r.get("intent") or "unknown",
-        "status": r["status"], "steps_to_green": r.get("steps_to_green"), "steps_used": r.get("steps_used"),
-        "n_invalid": int(r.get("n_invalid") or 0), "k": k, "max_steps": r.get("max_steps"),
-        "cursor_px": cur["px"] if cur else None, "cursor_line_error": cur["line_error"] if cur else None,
+        "session_id": r["session_id"],
+        "agent": r["agent"],
+        "sample": int(r.get("sample", 0)),
+        "session_hash": r.get("session_hash"),
+        "suite": r.get("suite"),
+        "intent": r.get("intent") or "unknown",
+        "status": r["status"],
+        "steps_to_green": r.get("steps_to_green"),
+        "steps_used": r.get("steps_used"),
+        "n_invalid": int(r.get("n_invalid") or 0),
+        "k": k,
+        "max_steps": r.get("max_steps"),
+        "cursor_px": cur["px"] if cur else None,
+        "cursor_line_error": cur["line_error"] if cur else None,
         "cursor_wrong_file": cur["wrong_file"] if cur else None,
-        "path_match": (metrics.path_match(r.get("agent_path", []), r.get("human_path", []), k)
-                       if r["status"] not in metrics.EXCLUDED else None),
+        "path_match": (
+            metrics.path_match(r.get("agent_path", []), r.get("human_path", []), k)
+            if r["status"] not in metrics.EXCLUDED
+            else None
+        ),
         "duration_s": r.get("duration_s"),
     }
 
@@ -114,7 +144,10 @@ def _label(paths: Sequence[Path]) -> dict[Path, str]:
     for p in paths:
         parts = p.resolve().parts
         depth = 1
-        while depth < len(parts) and sum(1 for q in paths if q.resolve().parts[-depth:] == parts[-depth:]) > 1:
+        while (
+            depth < len(parts)
+            and sum(1 for q in paths if q.resolve().parts[-depth:] == parts[-depth:]) > 1
+        ):
             depth += 1
         labels[p] = "/".join(parts[-depth:])
     return labels
@@ -144,10 +177,23 @@ def load(paths: str | Path | Iterable[str | Path], *, allow_mismatch: bool = Fal
         ep["run"], ep["step"], ep["series"] = label, step, series
         samples = int(summary["samples"]) if summary else int(ep["sample"].max()) + 1
         k = int(summary["k"]) if summary else int(ep["k"].max())
-        complete = bool(summary and summary.get("complete")) and not (ep["status"] == "infra_error").any()
-        infos.append(RunInfo(label, str(folder), str((summary or {}).get("suite") or ep["suite"].iloc[0]), k,
-                             (summary or {}).get("max_steps"), samples, complete, summary is not None, step,
-                             series))
+        complete = (
+            bool(summary and summary.get("complete")) and not (ep["status"] == "infra_error").any()
+        )
+        infos.append(
+            RunInfo(
+                label,
+                str(folder),
+                str((summary or {}).get("suite") or ep["suite"].iloc[0]),
+                k,
+                (summary or {}).get("max_steps"),
+                samples,
+                complete,
+                summary is not None,
+                step,
+                series,
+            )
+        )
         frames.append(ep)
     df = pd.concat(frames, ignore_index=True)
     df["arm"] = _arms(df)
@@ -162,7 +208,9 @@ def _arms(df: pd.DataFrame) -> pd.Series:
     """What a report compares: the agent spec where it names one run's agent, else run/agent."""
     runs_per_agent = df.groupby("agent")["run"].nunique()
     clash = set(runs_per_agent[runs_per_agent > 1].index)
-    return df.apply(lambda r: f"{r['run']}/{r['agent']}" if r["agent"] in clash else r["agent"], axis=1)
+    return df.apply(
+        lambda r: f"{r['run']}/{r['agent']}" if r["agent"] in clash else r["agent"], axis=1
+    )
 
 
 def _check_same_suite(df: pd.DataFrame, infos: list[RunInfo], allow: bool) -> list[str]:
@@ -174,14 +222,18 @@ def _check_same_suite(df: pd.DataFrame, infos: list[RunInfo], allow: bool) -> li
     if len(suites) > 1:
         problems.append(f"the runs are of different suites ({', '.join(suites)})")
     if changed:
-        problems.append(f"{len(changed)} session(s) differ in content between the runs: {', '.join(changed[:10])}"
-                        + (" …" if len(changed) > 10 else ""))
+        problems.append(
+            f"{len(changed)} session(s) differ in content between the runs: {', '.join(changed[:10])}"
+            + (" …" if len(changed) > 10 else "")
+        )
     if problems and not allow:
         raise SuiteMismatch("; ".join(problems) + "; compare them anyway with --allow-mismatch")
     notes += [f"compared although {p}" for p in problems]
     if df["session_hash"].isna().any():
-        notes.append("some rows name no session content hash (written before reports existed): "
-                     "their sessions were matched by id only")
+        notes.append(
+            "some rows name no session content hash (written before reports existed): "
+            "their sessions were matched by id only"
+        )
     return notes
 
 
@@ -204,7 +256,29 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
     )
     for col in ("run", "series", "suite", "agent", "arm", "session_id", "session_hash"):
         out[col] = out[col].astype("string")
-    cols = ["run", "series", "step", "suite", "agent", "arm", "session_id", "session_hash", "sample", "intent",
-            "status", "valid", "passed", "steps_to_green", "steps_used", "n_invalid", "k", "max_steps",
-            "cursor_px", "cursor_line_error", "cursor_wrong_file", "path_match", "duration_s"]
+    cols = [
+        "run",
+        "series",
+        "step",
+        "suite",
+        "agent",
+        "arm",
+        "session_id",
+        "session_hash",
+        "sample",
+        "intent",
+        "status",
+        "valid",
+        "passed",
+        "steps_to_green",
+        "steps_used",
+        "n_invalid",
+        "k",
+        "max_steps",
+        "cursor_px",
+        "cursor_line_error",
+        "cursor_wrong_file",
+        "path_match",
+        "duration_s",
+    ]
     return out[cols]

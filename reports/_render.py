@@ -42,68 +42,246 @@ def _ci(cell: dict[str, Any], digits: int = 3) -> str:
 
 
 def sections(c: Comparison) -> list[Section]:
-    runs = Section("runs", "Runs", tables=[(
-        ["run", "suite", "k", "max steps", "samples", "training step", "complete", "folder"],
-        [[r["label"], r["suite"], str(r["k"]), _f(r["max_steps"]), str(r["samples"]), _f(r["step"]),
-          "yes" if r["complete"] else "NO" + ("" if r["has_summary"] else " (no summary.json)"), r["path"]]
-         for r in c.runs])])
+    runs = Section(
+        "runs",
+        "Runs",
+        tables=[
+            (
+                [
+                    "run",
+                    "suite",
+                    "k",
+                    "max steps",
+                    "samples",
+                    "training step",
+                    "complete",
+                    "folder",
+                ],
+                [
+                    [
+                        r["label"],
+                        r["suite"],
+                        str(r["k"]),
+                        _f(r["max_steps"]),
+                        str(r["samples"]),
+                        _f(r["step"]),
+                        "yes"
+                        if r["complete"]
+                        else "NO" + ("" if r["has_summary"] else " (no summary.json)"),
+                        r["path"],
+                    ]
+                    for r in c.runs
+                ],
+            )
+        ],
+    )
     runs.text.append(f"{len(c.sessions)} session(s) compared: those every arm has.")
     if c.dropped:
         runs.text.append(f"{len(c.dropped)} session(s) dropped because an arm has no row for them:")
-        runs.tables.append((["session", "missing in"], [[s, ", ".join(a)] for s, a in c.dropped.items()]))
+        runs.tables.append(
+            (["session", "missing in"], [[s, ", ".join(a)] for s, a in c.dropped.items()])
+        )
     runs.text += c.notes
 
     ks = range(1, c.k + 1)
-    agents = Section("agents", "Per-agent results", text=[
-        ("Point estimates with 95% intervals: Wilson for rates over valid episodes; a percentile bootstrap "
-        "over sessions for means and the median. reference_broken and infra_error rows are in no denominator.")])
-    agents.tables.append((
-        ["arm", "sessions", "valid", *(f"PA@{j}" for j in ks), "pass@1", "tamper rate", "steps→green (mean)",
-         "path match", "cursor px (median)", "invalid", "infra", "broken"],
-        [[a, str(m["n_sessions"]), str(m["n_valid"]),
-          *(_ci(m["path_accuracy"][j]) if j in m["path_accuracy"] else "–" for j in ks),
-          _ci(m["pass@1"]), _ci(m["tamper_rate"]), _ci(m["steps_to_green"], 2), _ci(m["path_match"]),
-          _ci(m["cursor_px"], 1), str(m["invalid_actions"]), str(m["status_counts"]["infra_error"]),
-          str(m["status_counts"]["reference_broken"])] for a, m in c.metrics.items()]))
+    agents = Section(
+        "agents",
+        "Per-agent results",
+        text=[
+            (
+                "Point estimates with 95% intervals: Wilson for rates over valid episodes; a percentile bootstrap "
+                "over sessions for means and the median. reference_broken and infra_error rows are in no denominator."
+            )
+        ],
+    )
+    agents.tables.append(
+        (
+            [
+                "arm",
+                "sessions",
+                "valid",
+                *(f"PA@{j}" for j in ks),
+                "pass@1",
+                "tamper rate",
+                "steps→green (mean)",
+                "path match",
+                "cursor px (median)",
+                "invalid",
+                "infra",
+                "broken",
+            ],
+            [
+                [
+                    a,
+                    str(m["n_sessions"]),
+                    str(m["n_valid"]),
+                    *(_ci(m["path_accuracy"][j]) if j in m["path_accuracy"] else "–" for j in ks),
+                    _ci(m["pass@1"]),
+                    _ci(m["tamper_rate"]),
+                    _ci(m["steps_to_green"], 2),
+                    _ci(m["path_match"]),
+                    _ci(m["cursor_px"], 1),
+                    str(m["invalid_actions"]),
+                    str(m["status_counts"]["infra_error"]),
+                    str(m["status_counts"]["reference_broken"]),
+                ]
+                for a, m in c.metrics.items()
+            ],
+        )
+    )
 
-    curve = Section("pa-curve", "Path Accuracy@1..k", figure="pa-curve", text=[
-        "Share of valid episodes green within k tool calls, for every k up to the run's budget."])
-    curve.tables.append((["arm", *(f"PA@{j}" for j in ks)],
-                         [[a, *(_f(m["path_accuracy"][j]["value"]) if j in m["path_accuracy"] else "–" for j in ks)]
-                          for a, m in c.metrics.items()]))
+    curve = Section(
+        "pa-curve",
+        "Path Accuracy@1..k",
+        figure="pa-curve",
+        text=[
+            "Share of valid episodes green within k tool calls, for every k up to the run's budget."
+        ],
+    )
+    curve.tables.append(
+        (
+            ["arm", *(f"PA@{j}" for j in ks)],
+            [
+                [
+                    a,
+                    *(
+                        _f(m["path_accuracy"][j]["value"]) if j in m["path_accuracy"] else "–"
+                        for j in ks
+                    ),
+                ]
+                for a, m in c.metrics.items()
+            ],
+        )
+    )
 
-    intents = Section("intents", "Per-intent breakdown", figure="intents", tables=[(
-        ["arm", "intent", "episodes", "passed", "pass@1 [95% Wilson]"],
-        [[r.arm, str(r.intent), str(r.n), str(r.passed), f"{_f(r.pass_rate)} [{_f(r.lo)}, {_f(r.hi)}]"]
-         for r in c.intents.itertuples()])])
+    intents = Section(
+        "intents",
+        "Per-intent breakdown",
+        figure="intents",
+        tables=[
+            (
+                ["arm", "intent", "episodes", "passed", "pass@1 [95% Wilson]"],
+                [
+                    [
+                        r.arm,
+                        str(r.intent),
+                        str(r.n),
+                        str(r.passed),
+                        f"{_f(r.pass_rate)} [{_f(r.lo)}, {_f(r.hi)}]",
+                    ]
+                    for r in c.intents.itertuples()
+                ],
+            )
+        ],
+    )
 
-    status = Section("statuses", "Status breakdown", figure="statuses", text=[
-        ("Every episode by status. tampered is never a pass; infra_error rows are retried by a rerun; "
-        "reference_broken sessions are ones whose own reference does not reach green.")])
-    status.tables.append((["arm", *STATUSES], [[a, *(str(int(n)) for n in row)]
-                                               for a, row in zip(c.statuses.index, c.statuses.to_numpy())]))
+    status = Section(
+        "statuses",
+        "Status breakdown",
+        figure="statuses",
+        text=[
+            (
+                "Every episode by status. tampered is never a pass; infra_error rows are retried by a rerun; "
+                "reference_broken sessions are ones whose own reference does not reach green."
+            )
+        ],
+    )
+    status.tables.append(
+        (
+            ["arm", *STATUSES],
+            [
+                [a, *(str(int(n)) for n in row)]
+                for a, row in zip(c.statuses.index, c.statuses.to_numpy())
+            ],
+        )
+    )
 
-    cur = Section("cursor", "Cursor-error distribution", figure="cursor", text=[
-        ("Pixel distance between the agent's edit location and the human's, through the session's viewport, "
-        "for episodes that placed a cursor in the right file.")])
-    cur.tables.append((["arm", "median px [95% bootstrap]", "episodes with a cursor in the right file",
-                        "wrong-file rate [95% Wilson]"],
-                       [[a, _ci(m["cursor_px"], 1), str(m["cursor_px"]["n"]), _ci(m["wrong_file_rate"])]
-                        for a, m in c.metrics.items()]))
+    cur = Section(
+        "cursor",
+        "Cursor-error distribution",
+        figure="cursor",
+        text=[
+            (
+                "Pixel distance between the agent's edit location and the human's, through the session's viewport, "
+                "for episodes that placed a cursor in the right file."
+            )
+        ],
+    )
+    cur.tables.append(
+        (
+            [
+                "arm",
+                "median px [95% bootstrap]",
+                "episodes with a cursor in the right file",
+                "wrong-file rate [95% Wilson]",
+            ],
+            [
+                [a, _ci(m["cursor_px"], 1), str(m["cursor_px"]["n"]), _ci(m["wrong_file_rate"])]
+                for a, m in c.metrics.items()
+            ],
+        )
+    )
 
-    steps = Section("steps-to-green", "Steps to green", figure="steps-to-green", tables=[(
-        ["arm", *(str(col) for col in c.steps_to_green.columns)],
-        [[a, *(str(int(n)) for n in row)] for a, row in zip(c.steps_to_green.index, c.steps_to_green.to_numpy())])])
+    steps = Section(
+        "steps-to-green",
+        "Steps to green",
+        figure="steps-to-green",
+        tables=[
+            (
+                ["arm", *(str(col) for col in c.steps_to_green.columns)],
+                [
+                    [a, *(str(int(n)) for n in row)]
+                    for a, row in zip(c.steps_to_green.index, c.steps_to_green.to_numpy())
+                ],
+            )
+        ],
+    )
 
-    pairs = Section("pairwise", "Pairwise comparison (paired tests)", figure="pairwise", text=[
-        ("On the sessions both arms have valid rows for. Pass: exact McNemar on the discordant sessions "
-        "(an exact sign test on per-session pass rates when there are several samples), two-sided. "
-        "PA@k: paired bootstrap over sessions (10,000 resamples, fixed seed) of the mean difference A − B.")])
-    pairs.tables.append((["A", "B", "sessions", "A only passed", "B only passed", "test", "p",
-                          "PA@k", "A − B [95% CI]", "bootstrap p"],
-                         [[p.a, p.b, str(p.n), str(p.a_only), str(p.b_only), p.test, f"{p.mcnemar_p:.4g}",
-                           str(p.pa_j), "–" if p.pa_diff is None else f"{p.pa_diff:+.3f} [{p.pa_lo:+.3f}, {p.pa_hi:+.3f}]",
-                           _f(p.pa_p, 4)] for p in c.pairs]))
+    pairs = Section(
+        "pairwise",
+        "Pairwise comparison (paired tests)",
+        figure="pairwise",
+        text=[
+            (
+                "On the sessions both arms have valid rows for. Pass: exact McNemar on the discordant sessions "
+                "(an exact sign test on per-session pass rates when there are several samples), two-sided. "
+                "PA@k: paired bootstrap over sessions (10,000 resamples, fixed seed) of the mean difference A − B."
+            )
+        ],
+    )
+    pairs.tables.append(
+        (
+            [
+                "A",
+                "B",
+                "sessions",
+                "A only passed",
+                "B only passed",
+                "test",
+                "p",
+                "PA@k",
+                "A − B [95% CI]",
+                "bootstrap p",
+            ],
+            [
+                [
+                    p.a,
+                    p.b,
+                    str(p.n),
+                    str(p.a_only),
+                    str(p.b_only),
+                    p.test,
+                    f"{p.mcnemar_p:.4g}",
+                    str(p.pa_j),
+                    "–"
+                    if p.pa_diff is None
+                    else f"{p.pa_diff:+.3f} [{p.pa_lo:+.3f}, {p.pa_hi:+.3f}]",
+                    _f(p.pa_p, 4),
+                ]
+                for p in c.pairs
+            ],
+        )
+    )
     if not c.pairs:
         pairs.text.append("Only one arm: nothing to pair.")
 
@@ -112,13 +290,19 @@ def sections(c: Comparison) -> list[Section]:
         train.text.append("No training folders (harness-eval/ba<N>/) among the inputs.")
     else:
         cols = list(c.training.columns)
-        train.tables.append((cols, [[_f(v) for v in row] for row in c.training.itertuples(index=False)]))
+        train.tables.append(
+            (cols, [[_f(v) for v in row] for row in c.training.itertuples(index=False)])
+        )
     return [runs, agents, curve, intents, status, cur, steps, pairs, train]
 
 
 def _md_table(heads: list[str], rows: list[list[str]]) -> list[str]:
     esc = [[cell.replace("|", "\\|") for cell in r] for r in [heads, *rows]]
-    return ["| " + " | ".join(esc[0]) + " |", "|" + "---|" * len(heads), *("| " + " | ".join(r) + " |" for r in esc[1:])]
+    return [
+        "| " + " | ".join(esc[0]) + " |",
+        "|" + "---|" * len(heads),
+        *("| " + " | ".join(r) + " |" for r in esc[1:]),
+    ]
 
 
 def to_markdown(secs: list[Section], figure_paths: dict[str, str]) -> str:
@@ -149,15 +333,24 @@ def to_html(secs: list[Section], figures: dict[str, bytes]) -> str:
         part += [f"<p>{e(t)}</p>" for t in s.text]
         if s.figure:
             data = base64.b64encode(figures[s.figure]).decode()
-            part.append(f'<figure><img id="fig-{s.figure}" alt="{e(s.title)}" src="data:image/png;base64,{data}"></figure>')
+            part.append(
+                f'<figure><img id="fig-{s.figure}" alt="{e(s.title)}" src="data:image/png;base64,{data}"></figure>'
+            )
         for heads, rows in s.tables:
-            part.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr></thead><tbody>"
-                        + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
-                        + "</tbody></table>")
+            part.append(
+                "<table><thead><tr>"
+                + "".join(f"<th>{e(h)}</th>" for h in heads)
+                + "</tr></thead><tbody>"
+                + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
+                + "</tbody></table>"
+            )
         body.append("\n".join(part) + "</section>")
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>ETAI report</title>'
-            f"<style>{_CSS}</style></head><body><h1>ETAI report</h1><nav>{nav}</nav>\n" + "\n".join(body)
-            + "</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>ETAI report</title>'
+        f"<style>{_CSS}</style></head><body><h1>ETAI report</h1><nav>{nav}</nav>\n"
+        + "\n".join(body)
+        + "</body></html>\n"
+    )
 
 
 def to_json(c: Comparison) -> dict[str, Any]:
@@ -171,19 +364,32 @@ def to_json(c: Comparison) -> dict[str, Any]:
         return x.item() if hasattr(x, "item") else x
 
     # arms as a list, so that their order survives the file's sorted keys
-    return clean({
-        "runs": c.runs, "sessions": c.sessions, "dropped": c.dropped, "notes": c.notes, "k": c.k,
-        "arms": [{"arm": a, **c.metrics[a]} for a in c.arms], "pairs": [p.to_dict() for p in c.pairs],
-        "intents": c.intents.to_dict(orient="records"),
-        "statuses": {a: dict(zip(c.statuses.columns, map(int, row))) for a, row in
-                     zip(c.statuses.index, c.statuses.to_numpy())},
-        "steps_to_green": {a: dict(zip(map(str, c.steps_to_green.columns), map(int, row))) for a, row in
-                           zip(c.steps_to_green.index, c.steps_to_green.to_numpy())},
-        "training": c.training.astype(object).to_dict(orient="records"),
-    })
+    return clean(
+        {
+            "runs": c.runs,
+            "sessions": c.sessions,
+            "dropped": c.dropped,
+            "notes": c.notes,
+            "k": c.k,
+            "arms": [{"arm": a, **c.metrics[a]} for a in c.arms],
+            "pairs": [p.to_dict() for p in c.pairs],
+            "intents": c.intents.to_dict(orient="records"),
+            "statuses": {
+                a: dict(zip(c.statuses.columns, map(int, row)))
+                for a, row in zip(c.statuses.index, c.statuses.to_numpy())
+            },
+            "steps_to_green": {
+                a: dict(zip(map(str, c.steps_to_green.columns), map(int, row)))
+                for a, row in zip(c.steps_to_green.index, c.steps_to_green.to_numpy())
+            },
+            "training": c.training.astype(object).to_dict(orient="records"),
+        }
+    )
 
 
-def write(c: Comparison, out: str | Path, formats: tuple[str, ...] = ("md", "html")) -> dict[str, Path]:
+def write(
+    c: Comparison, out: str | Path, formats: tuple[str, ...] = ("md", "html")
+) -> dict[str, Path]:
     """Write the report in each format into ``out``; return the files written by format."""
     from harness.results import write_json_atomic
 

@@ -37,7 +37,7 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> tuple[float | No
 
 def _binom_tail(x: int, n: int) -> float:
     """P(X >= x) for X ~ Binomial(n, 1/2), exactly (integers until the last division)."""
-    return sum(math.comb(n, i) for i in range(max(x, 0), n + 1)) / 2 ** n
+    return sum(math.comb(n, i) for i in range(max(x, 0), n + 1)) / 2**n
 
 
 def mcnemar_exact(worse: int, better: int, alternative: str = "two-sided") -> float:
@@ -54,9 +54,14 @@ def mcnemar_exact(worse: int, better: int, alternative: str = "two-sided") -> fl
     return min(1.0, 2 * _binom_tail(max(worse, better), n))
 
 
-def bootstrap_ci(groups: Sequence[np.ndarray], stat: Callable[[np.ndarray], float] = np.mean, *,
-                 n_boot: int = 2_000, confidence: float = 0.95, seed: int = SEED
-                 ) -> tuple[float | None, float | None]:
+def bootstrap_ci(
+    groups: Sequence[np.ndarray],
+    stat: Callable[[np.ndarray], float] = np.mean,
+    *,
+    n_boot: int = 2_000,
+    confidence: float = 0.95,
+    seed: int = SEED,
+) -> tuple[float | None, float | None]:
     """Percentile bootstrap over sessions: ``groups`` holds one array of values per session (a session
     with several samples, or none, is resampled whole, so its rows stay together). Replicates whose
     resampled sessions hold no value are left out."""
@@ -91,8 +96,14 @@ class PairedDiff:
         return float(np.mean(self.replicates >= -margin))
 
 
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, n_boot: int = N_BOOT,
-                     confidence: float = 0.95, seed: int = SEED) -> PairedDiff:
+def paired_bootstrap(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    n_boot: int = N_BOOT,
+    confidence: float = 0.95,
+    seed: int = SEED,
+) -> PairedDiff:
     """Paired bootstrap over sessions: ``a[i]`` and ``b[i]`` are one session's values under two
     arms; sessions are resampled with replacement and the mean difference recomputed each time."""
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)

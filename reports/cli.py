@@ -11,36 +11,63 @@ import sys
 
 
 def add_parsers(sub) -> None:
-    r = sub.add_parser("report", help="compare runs (and training checkpoints) in a Markdown/HTML/JSON report",
-                       description="Load run folders (results.jsonl + summary.json) and HarnessEval training "
-                                   "folders (harness-eval/ba<N>/), compare them on the sessions they all have, "
-                                   "and write report.md (figures beside it), a self-contained report.html "
-                                   "and/or report.json into OUT.")
-    r.add_argument("runs", nargs="+", metavar="RUN", help="run folder or training folder (repeatable)")
+    r = sub.add_parser(
+        "report",
+        help="compare runs (and training checkpoints) in a Markdown/HTML/JSON report",
+        description="Load run folders (results.jsonl + summary.json) and HarnessEval training "
+        "folders (harness-eval/ba<N>/), compare them on the sessions they all have, "
+        "and write report.md (figures beside it), a self-contained report.html "
+        "and/or report.json into OUT.",
+    )
+    r.add_argument(
+        "runs", nargs="+", metavar="RUN", help="run folder or training folder (repeatable)"
+    )
     r.add_argument("--out", required=True, help="folder to write the report into")
-    r.add_argument("--format", action="append", choices=("md", "html", "json"),
-                   help="md, html or json (repeatable; default md and html)")
-    r.add_argument("--allow-mismatch", action="store_true",
-                   help="compare runs even if their sessions differ in content or suite name")
+    r.add_argument(
+        "--format",
+        action="append",
+        choices=("md", "html", "json"),
+        help="md, html or json (repeatable; default md and html)",
+    )
+    r.add_argument(
+        "--allow-mismatch",
+        action="store_true",
+        help="compare runs even if their sessions differ in content or suite name",
+    )
     r.set_defaults(func=_report)
 
-    g = sub.add_parser("gate", help="check rules on a run, alone or against a baseline run; exit 0/1/2/3",
-                       description="Rules: METRIC OP NUMBER (pass@1>=0.6, tamper_rate==0, infra_error==0) or "
-                                   "METRIC OP baseline [- MARGIN] [alpha=A] (pass@1 >= baseline - 0.05), a "
-                                   "non-inferiority check with a one-sided paired test (named in the output).",
-                       epilog="Exit codes: 0 every rule passed, 1 a rule failed, 2 bad input, "
-                              "3 a run is incomplete (infra errors or no summary; rerun `etai run`).")
+    g = sub.add_parser(
+        "gate",
+        help="check rules on a run, alone or against a baseline run; exit 0/1/2/3",
+        description="Rules: METRIC OP NUMBER (pass@1>=0.6, tamper_rate==0, infra_error==0) or "
+        "METRIC OP baseline [- MARGIN] [alpha=A] (pass@1 >= baseline - 0.05), a "
+        "non-inferiority check with a one-sided paired test (named in the output).",
+        epilog="Exit codes: 0 every rule passed, 1 a rule failed, 2 bad input, "
+        "3 a run is incomplete (infra errors or no summary; rerun `etai run`).",
+    )
     g.add_argument("candidate", metavar="CANDIDATE", help="run folder to gate")
     g.add_argument("--baseline", metavar="RUN", help="run folder to compare with")
-    g.add_argument("--agent", metavar="SPEC", help="the candidate's agent (needed when the run has several)")
-    g.add_argument("--baseline-agent", metavar="SPEC", help="the baseline's agent (default: --agent, or its only one)")
+    g.add_argument(
+        "--agent", metavar="SPEC", help="the candidate's agent (needed when the run has several)"
+    )
+    g.add_argument(
+        "--baseline-agent",
+        metavar="SPEC",
+        help="the baseline's agent (default: --agent, or its only one)",
+    )
     how = g.add_mutually_exclusive_group(required=True)
     how.add_argument("--rule", action="append", metavar="EXPR", help="a rule (repeatable)")
     how.add_argument("--config", metavar="GATE.yaml", help="rules and options from a YAML file")
-    g.add_argument("--alpha", type=float, default=None, help="level of the paired tests (default 0.05)")
-    g.add_argument("--allow-mismatch", action="store_true", help="compare with a baseline of other sessions")
+    g.add_argument(
+        "--alpha", type=float, default=None, help="level of the paired tests (default 0.05)"
+    )
+    g.add_argument(
+        "--allow-mismatch", action="store_true", help="compare with a baseline of other sessions"
+    )
     g.add_argument("--junit", metavar="FILE", help="write JUnit XML")
-    g.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
+    g.add_argument(
+        "--markdown", metavar="FILE", help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)"
+    )
     g.add_argument("--json", metavar="FILE", help="write the result as JSON")
     g.set_defaults(func=_gate)
 
@@ -53,7 +80,10 @@ def _report(args: argparse.Namespace) -> int:
     for path in written.values():
         print(path)
     if c.dropped:
-        print(f"{len(c.dropped)} session(s) not in every run were left out (listed in the report)", file=sys.stderr)
+        print(
+            f"{len(c.dropped)} session(s) not in every run were left out (listed in the report)",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -63,10 +93,15 @@ def _gate(args: argparse.Namespace) -> int:
     from reports._gate_out import markdown, write
 
     cfg = load_config(args.config) if args.config else {"rules": args.rule}
-    result = gate(args.candidate, cfg["rules"], baseline=args.baseline or cfg.get("baseline"),
-                  agent=args.agent or cfg.get("agent"), baseline_agent=args.baseline_agent or cfg.get("baseline_agent"),
-                  alpha=args.alpha if args.alpha is not None else float(cfg.get("alpha", ALPHA)),
-                  allow_mismatch=args.allow_mismatch or bool(cfg.get("allow_mismatch")))
+    result = gate(
+        args.candidate,
+        cfg["rules"],
+        baseline=args.baseline or cfg.get("baseline"),
+        agent=args.agent or cfg.get("agent"),
+        baseline_agent=args.baseline_agent or cfg.get("baseline_agent"),
+        alpha=args.alpha if args.alpha is not None else float(cfg.get("alpha", ALPHA)),
+        allow_mismatch=args.allow_mismatch or bool(cfg.get("allow_mismatch")),
+    )
     write(result, junit=args.junit, md=args.markdown, json_path=args.json)
     print(markdown(result))
     return result.exit_code

@@ -12,7 +12,6 @@ import pytest
 
 from harness.sandbox.conformance import PROJECT, write_project
 
-
 BUNDLED = Path(__file__).resolve().parents[1] / "suites" / "jest-bugfix"
 
 
@@ -117,7 +116,9 @@ def _own_cache(tmp_path_factory):
     shared = im.cache_dir()
     mine = tmp_path_factory.mktemp("etai-cache")
     for entry in shared.iterdir():
-        if entry.name == "node" or (entry.name.startswith("runner-") and (entry / "node_modules").exists()):
+        if entry.name == "node" or (
+            entry.name.startswith("runner-") and (entry / "node_modules").exists()
+        ):
             (mine / entry.name).symlink_to(entry, target_is_directory=True)
     before = os.environ.get("ETAI_CACHE")
     os.environ["ETAI_CACHE"] = str(mine)  # subprocesses (the CLI tests) inherit it

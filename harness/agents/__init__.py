@@ -12,8 +12,9 @@ that wants batched generation collects concurrent ``act`` calls itself, so the l
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from harness.etai_format import Action, FinalAnswer, InvalidAction
 from harness.registry import Registry
@@ -36,15 +37,24 @@ class TaskView:
 
     def record(self) -> dict[str, Any]:
         """The session fields the ETAI text format renders (no trace, no answer)."""
-        return {"session_id": self.session_id, "user_instruction": self.user_instruction,
-                "ide_context": self.ide_context}
+        return {
+            "session_id": self.session_id,
+            "user_instruction": self.user_instruction,
+            "ide_context": self.ide_context,
+        }
 
     @classmethod
-    def of(cls, session: Session, *, max_steps: int, k: int) -> "TaskView":
+    def of(cls, session: Session, *, max_steps: int, k: int) -> TaskView:
         from harness import tools
 
-        return cls(session.session_id, session.user_instruction, session.raw.get("ide_context", {}),
-                   tools.schemas(), max_steps, k)
+        return cls(
+            session.session_id,
+            session.user_instruction,
+            session.raw.get("ide_context", {}),
+            tools.schemas(),
+            max_steps,
+            k,
+        )
 
 
 class Episode(Protocol):
@@ -58,7 +68,9 @@ class Agent(Protocol):
     act (its server was found unreachable earlier in the run), so that no sandbox is started for it."""
 
     spec: str
-    fingerprint: str  # what identifies the model's weights ("" for rule-based agents); in every cache key
+    fingerprint: (
+        str  # what identifies the model's weights ("" for rule-based agents); in every cache key
+    )
 
     def start(self, task: TaskView, sample: int) -> Episode: ...
 
@@ -75,8 +87,12 @@ Factory = Callable[[str | None, AgentContext], Agent]
 # prefix -> factory(arg, ctx). hf and openai need extras; without them they are simply absent.
 # Plug-ins: entry-point group etai.agents (the name is the spec's prefix).
 AGENTS: Registry[Factory] = Registry(
-    "agent", group="etai.agents", builtins=("harness.agents._builtin",),
-    optional=("harness.agents.hf", "harness.agents.openai"), where="--agent")
+    "agent",
+    group="etai.agents",
+    builtins=("harness.agents._builtin",),
+    optional=("harness.agents.hf", "harness.agents.openai"),
+    where="--agent",
+)
 
 
 def register(prefix: str, factory: Factory, description: str) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from harness.agents import AgentContext, Decision, TaskView, register
 from harness.errors import InputError
@@ -42,7 +43,9 @@ class OracleAgent:
 
     def start(self, task: TaskView, sample: int) -> ScriptedEpisode:
         s = self._suite.get(task.session_id)
-        return ScriptedEpisode([Action(st.tool_called, dict(st.tool_args)) for st in s.execution_trace], s.final_output)
+        return ScriptedEpisode(
+            [Action(st.tool_called, dict(st.tool_args)) for st in s.execution_trace], s.final_output
+        )
 
     def close(self) -> None:
         pass
@@ -85,9 +88,14 @@ class ReplayAgent:
                 row = json.loads(line)
             except json.JSONDecodeError as e:
                 raise InputError(f"not valid JSON ({e.msg})", where=f"{path}:{n}") from None
-            if not isinstance(row, dict) or not isinstance(row.get("session_id"), str) \
-                    or not isinstance(row.get("actions"), list):
-                raise InputError("each line needs a session_id string and an actions list", where=f"{path}:{n}")
+            if (
+                not isinstance(row, dict)
+                or not isinstance(row.get("session_id"), str)
+                or not isinstance(row.get("actions"), list)
+            ):
+                raise InputError(
+                    "each line needs a session_id string and an actions list", where=f"{path}:{n}"
+                )
             sample = row.get("sample", 0)
             if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
                 raise InputError("sample must be a non-negative integer", where=f"{path}:{n}")
@@ -97,15 +105,28 @@ class ReplayAgent:
         row = self._rows.get((task.session_id, sample), {"actions": []})
         decisions: list[Decision] = []
         for a in row["actions"]:
-            if isinstance(a, dict) and isinstance(a.get("tool"), str) and isinstance(a.get("args", {}), dict):
+            if (
+                isinstance(a, dict)
+                and isinstance(a.get("tool"), str)
+                and isinstance(a.get("args", {}), dict)
+            ):
                 decisions.append(Action(a["tool"], dict(a.get("args", {}))))
             else:
-                decisions.append(InvalidAction("replayed action is not a {tool, args} object", json.dumps(a)[:200]))
+                decisions.append(
+                    InvalidAction(
+                        "replayed action is not a {tool, args} object", json.dumps(a)[:200]
+                    )
+                )
         cursor = None
         c = row.get("cursor")
         if isinstance(c, dict):
             try:
-                cursor = Cursor(str(c["file"]), int(c["line"]), int(c["column"]), str(c.get("placement", "before")))
+                cursor = Cursor(
+                    str(c["file"]),
+                    int(c["line"]),
+                    int(c["column"]),
+                    str(c.get("placement", "before")),
+                )
             except (KeyError, TypeError, ValueError):
                 cursor = None
         return ScriptedEpisode(decisions, str(row.get("final_output", "")), cursor)
@@ -125,6 +146,7 @@ def _no_arg(name: str, make):
         if arg:
             raise InputError(f"agent {name} takes no argument (got {name}:{arg})", where="--agent")
         return make(ctx)
+
     return factory
 
 

@@ -25,8 +25,14 @@ class BatcherClosed(RuntimeError):
 
 
 class MicroBatcher(Generic[In, Out]):
-    def __init__(self, run_batch: Callable[[Sequence[In]], Sequence[Out]], *, max_batch: int = 8,
-                 wait_s: float = 0.005, name: str = "etai-batcher"):
+    def __init__(
+        self,
+        run_batch: Callable[[Sequence[In]], Sequence[Out]],
+        *,
+        max_batch: int = 8,
+        wait_s: float = 0.005,
+        name: str = "etai-batcher",
+    ):
         self._run_batch = run_batch
         self.max_batch = max(1, max_batch)
         self.wait_s = max(0.0, wait_s)
@@ -43,7 +49,9 @@ class MicroBatcher(Generic[In, Out]):
         with self._lock:
             if self._closed:
                 raise BatcherClosed("the model backend was closed")
-            if self._thread is None:  # started on first use: an agent that never acts costs no thread
+            if (
+                self._thread is None
+            ):  # started on first use: an agent that never acts costs no thread
                 self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
                 self._thread.start()
             self._queue.put((item, fut))

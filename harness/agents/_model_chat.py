@@ -65,26 +65,42 @@ Decision = Action | FinalAnswer | InvalidAction
 Message = dict[str, Any]
 
 
-def text_messages(record: Mapping[str, Any], observations: Sequence[Mapping[str, Any]],
-                  tools: Sequence[Mapping[str, Any]], max_result_chars: int) -> list[Message]:
-    listing = "\n".join(f"  {t['function']['name']}: {json.dumps(t['function'].get('parameters', {}))}"
-                        for t in tools)
-    return [{"role": "system", "content": SYSTEM_TEXT + listing},
-            {"role": "user", "content": render_prompt(record, observations, max_result_chars)}]
+def text_messages(
+    record: Mapping[str, Any],
+    observations: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]],
+    max_result_chars: int,
+) -> list[Message]:
+    listing = "\n".join(
+        f"  {t['function']['name']}: {json.dumps(t['function'].get('parameters', {}))}"
+        for t in tools
+    )
+    return [
+        {"role": "system", "content": SYSTEM_TEXT + listing},
+        {"role": "user", "content": render_prompt(record, observations, max_result_chars)},
+    ]
 
 
-def tool_messages(record: Mapping[str, Any], observations: Sequence[Mapping[str, Any]],
-                  sent: Sequence[Message], max_result_chars: int) -> list[Message]:
+def tool_messages(
+    record: Mapping[str, Any],
+    observations: Sequence[Mapping[str, Any]],
+    sent: Sequence[Message],
+    max_result_chars: int,
+) -> list[Message]:
     """The conversation so far. ``sent[i]`` is the assistant message recorded at step i (what the
     model really said, one tool call kept); steps without one are rebuilt from the observation."""
-    messages: list[Message] = [{"role": "system", "content": SYSTEM_TOOLS},
-                               {"role": "user", "content": render_context(record)}]
+    messages: list[Message] = [
+        {"role": "system", "content": SYSTEM_TOOLS},
+        {"role": "user", "content": render_context(record)},
+    ]
     for i, obs in enumerate(observations):
         said = sent[i] if i < len(sent) else _rebuilt(obs, i)
         result = render_result(obs.get("execution_result"), max_result_chars)
         messages.append(said)
         if said.get("tool_calls"):
-            messages.append({"role": "tool", "tool_call_id": said["tool_calls"][0]["id"], "content": result})
+            messages.append(
+                {"role": "tool", "tool_call_id": said["tool_calls"][0]["id"], "content": result}
+            )
         else:
             messages.append({"role": "user", "content": result + "\n"})
     return messages
@@ -98,8 +114,13 @@ def _rebuilt(obs: Mapping[str, Any], i: int) -> Message:
 
 
 def _call_message(call_id: str, name: str, arguments: str, content: str | None = None) -> Message:
-    return {"role": "assistant", "content": content,
-            "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]}
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        ],
+    }
 
 
 def _json_args(args: Mapping[str, Any]) -> str:
@@ -111,13 +132,17 @@ def message_of(response: Any) -> Mapping[str, Any]:
     try:
         message = response["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
-        raise ValueError(f"no choices[0].message in the response: {json.dumps(response)[:300]}") from None
+        raise ValueError(
+            f"no choices[0].message in the response: {json.dumps(response)[:300]}"
+        ) from None
     if not isinstance(message, Mapping):
         raise ValueError("choices[0].message is not an object")  # noqa: TRY004  (one error type for bad shapes)
     return message
 
 
-def decide_tools(message: Mapping[str, Any], tools: Sequence[str], step: int) -> tuple[Decision, Message]:
+def decide_tools(
+    message: Mapping[str, Any], tools: Sequence[str], step: int
+) -> tuple[Decision, Message]:
     """The decision in a function-calling reply, and the assistant message to replay next turn.
 
     The first tool call is taken (the loop runs one action per step); a reply without one is the
@@ -130,19 +155,28 @@ def decide_tools(message: Mapping[str, Any], tools: Sequence[str], step: int) ->
         call = calls[0] if isinstance(calls[0], Mapping) else {}
         fn = call.get("function") if isinstance(call.get("function"), Mapping) else {}
         name, raw = fn.get("name"), fn.get("arguments", "{}")
-        call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else f"call_{step}"
+        call_id = (
+            call.get("id") if isinstance(call.get("id"), str) and call.get("id") else f"call_{step}"
+        )
         decision = _tool_decision(name, raw, tools)
         # Arguments that are not JSON are replayed as {}: some servers re-parse them and would fail
         # the whole request; the tool result says what was wrong.
-        replay = raw if isinstance(raw, str) and isinstance(decision, Action) else (
-            _json_args(decision.args) if isinstance(decision, Action) else "{}")
+        replay = (
+            raw
+            if isinstance(raw, str) and isinstance(decision, Action)
+            else (_json_args(decision.args) if isinstance(decision, Action) else "{}")
+        )
         return decision, _call_message(call_id, str(name or "")[:100], replay, content or None)
     if content.lstrip().startswith((STEP, OUTPUT)):
         return text_decision(content, tools)
     if content.strip():
         return FinalAnswer(content.strip()), {"role": "assistant", "content": content}
-    return (InvalidAction("no action: the reply had neither a tool call nor text", json.dumps(dict(message))[:200]),
-            {"role": "assistant", "content": ""})
+    return (
+        InvalidAction(
+            "no action: the reply had neither a tool call nor text", json.dumps(dict(message))[:200]
+        ),
+        {"role": "assistant", "content": ""},
+    )
 
 
 def _tool_decision(name: Any, raw: Any, tools: Sequence[str]) -> Decision:
@@ -159,14 +193,19 @@ def _tool_decision(name: Any, raw: Any, tools: Sequence[str]) -> Decision:
     except (ValueError, RecursionError) as e:
         return InvalidAction(f"malformed JSON arguments for tool {name!r}: {e}", raw[:200])
     if not isinstance(args, dict):
-        return InvalidAction(f"arguments of tool {name!r} must be a JSON object, got {type(args).__name__}",
-                             raw[:200])
+        return InvalidAction(
+            f"arguments of tool {name!r} must be a JSON object, got {type(args).__name__}",
+            raw[:200],
+        )
     return Action(name, args)
 
 
 def text_decision(content: str, tools: Sequence[str]) -> tuple[Decision, Message]:
     """Parse ETAI text (the server stripped the stop marker: parse_action accepts that)."""
     decision = parse_action(content, tools=tools)
-    said = render_action(decision.tool, decision.args) if isinstance(decision, Action) else (
-        render_final(decision.text) if isinstance(decision, FinalAnswer) else content)
+    said = (
+        render_action(decision.tool, decision.args)
+        if isinstance(decision, Action)
+        else (render_final(decision.text) if isinstance(decision, FinalAnswer) else content)
+    )
     return decision, {"role": "assistant", "content": said}

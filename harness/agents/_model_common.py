@@ -21,17 +21,27 @@ from harness.etai_format import DEFAULT_MAX_RESULT_CHARS, parse_action, render_p
 DEFAULT_MAX_NEW_TOKENS = 512  # a file_write of a small source file fits; the tiny tests pass less
 
 
-def _number(options: Mapping[str, Any], key: str, kind: type, default: Any, ok: Callable[[Any], bool],
-            rule: str) -> Any:
+def _number(
+    options: Mapping[str, Any],
+    key: str,
+    kind: type,
+    default: Any,
+    ok: Callable[[Any], bool],
+    rule: str,
+) -> Any:
     value = options.get(key)
     if value is None:
         return default
     try:
         value = kind(value)
     except (TypeError, ValueError):
-        raise InputError(f"{key} must be {rule} (got {value!r})", where=f"--{key.replace('_', '-')}") from None
+        raise InputError(
+            f"{key} must be {rule} (got {value!r})", where=f"--{key.replace('_', '-')}"
+        ) from None
     if not ok(value):
-        raise InputError(f"{key} must be {rule} (got {value!r})", where=f"--{key.replace('_', '-')}")
+        raise InputError(
+            f"{key} must be {rule} (got {value!r})", where=f"--{key.replace('_', '-')}"
+        )
     return value
 
 
@@ -53,13 +63,33 @@ class Generation:
         """From the CLI's options; absent keys fall back to ``defaults`` and then the class defaults."""
         base = cls(**defaults)
         return cls(
-            temperature=_number(options, "temperature", float, base.temperature, lambda v: 0 <= v <= 10,
-                                "a number in [0, 10]"),
-            top_p=_number(options, "top_p", float, base.top_p, lambda v: 0 < v <= 1, "a number in (0, 1]"),
-            max_new_tokens=_number(options, "max_new_tokens", int, base.max_new_tokens, lambda v: v >= 1,
-                                   "a positive integer"),
-            max_result_chars=_number(options, "max_result_chars", int, base.max_result_chars,
-                                     lambda v: v >= 0, "a non-negative integer (0 = no limit)"),
+            temperature=_number(
+                options,
+                "temperature",
+                float,
+                base.temperature,
+                lambda v: 0 <= v <= 10,
+                "a number in [0, 10]",
+            ),
+            top_p=_number(
+                options, "top_p", float, base.top_p, lambda v: 0 < v <= 1, "a number in (0, 1]"
+            ),
+            max_new_tokens=_number(
+                options,
+                "max_new_tokens",
+                int,
+                base.max_new_tokens,
+                lambda v: v >= 1,
+                "a positive integer",
+            ),
+            max_result_chars=_number(
+                options,
+                "max_result_chars",
+                int,
+                base.max_result_chars,
+                lambda v: v >= 0,
+                "a non-negative integer (0 = no limit)",
+            ),
         )
 
 
@@ -70,8 +100,11 @@ def step_seed(session_id: str, sample: int, step: int) -> int:
 
 def tool_names_of(tools: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
     """The names in OpenAI-style function schemas (what TaskView.tools holds)."""
-    return tuple(t["function"]["name"] for t in tools
-                 if isinstance(t, Mapping) and isinstance(t.get("function"), Mapping))
+    return tuple(
+        t["function"]["name"]
+        for t in tools
+        if isinstance(t, Mapping) and isinstance(t.get("function"), Mapping)
+    )
 
 
 # A completion function: (prompt, seed) -> the model's text up to and including its stop marker.
@@ -95,7 +128,9 @@ class TextEpisode:
 
     def act(self, observations: Sequence[Mapping[str, Any]]):
         prompt = render_prompt(self.record, observations, self.gen.max_result_chars)
-        text = self.complete(prompt, step_seed(self.record["session_id"], self.sample, len(observations)))
+        text = self.complete(
+            prompt, step_seed(self.record["session_id"], self.sample, len(observations))
+        )
         self.outputs.append(text)
         return parse_action(text, tools=self.tools)
 
@@ -107,10 +142,23 @@ class TextEpisode:
 _FULL_HASH_BYTES = 512 << 20
 _SAMPLE_STRIDE, _SAMPLE_BYTES = 64 << 20, 64 << 10
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
-_CONFIG_NAMES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                 "special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt",
-                 "tokenizer.model", "chat_template.jinja", "chat_template.json", "etai.json",
-                 "trainer_state.json", "model.safetensors.index.json", "pytorch_model.bin.index.json")
+_CONFIG_NAMES = (
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "merges.txt",
+    "tokenizer.model",
+    "chat_template.jinja",
+    "chat_template.json",
+    "etai.json",
+    "trainer_state.json",
+    "model.safetensors.index.json",
+    "pytorch_model.bin.index.json",
+)
 _cache: dict[tuple[str, int, int], str] = {}
 
 
@@ -125,7 +173,10 @@ def _file_digest(path: Path) -> str:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
         else:
-            for offset in [*range(0, st.st_size, _SAMPLE_STRIDE), max(st.st_size - _SAMPLE_BYTES, 0)]:
+            for offset in [
+                *range(0, st.st_size, _SAMPLE_STRIDE),
+                max(st.st_size - _SAMPLE_BYTES, 0),
+            ]:
                 f.seek(offset)
                 h.update(f.read(_SAMPLE_BYTES))
     _cache[key] = h.hexdigest()

@@ -45,13 +45,22 @@ class HttpStatus(Exception):
 
 
 class _Retryable(Exception):
-    def __init__(self, problem: str, retry_after: float | None = None, *, unreachable: bool = False):
+    def __init__(
+        self, problem: str, retry_after: float | None = None, *, unreachable: bool = False
+    ):
         self.retry_after, self.unreachable = retry_after, unreachable
         super().__init__(problem)
 
 
-def request_json(method: str, url: str, body: Any | None, *, headers: dict[str, str], policy: RetryPolicy,
-                 sleep: Callable[[float], None] = time.sleep) -> Any:
+def request_json(
+    method: str,
+    url: str,
+    body: Any | None,
+    *,
+    headers: dict[str, str],
+    policy: RetryPolicy,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Any:
     data = None if body is None else json.dumps(body).encode()
     attempts = 1 + max(policy.max_retries, 0)
     t0 = time.monotonic()
@@ -60,16 +69,26 @@ def request_json(method: str, url: str, body: Any | None, *, headers: dict[str, 
             return _once(method, url, data, headers, policy.timeout_s)
         except _Retryable as e:
             if attempt + 1 == attempts:
-                raise (ServerUnreachable if e.unreachable else InfraError)(f"{url}: {e} (gave up after {attempts} attempt(s) in "
-                                 f"{time.monotonic() - t0:.1f}s; the session is retried on the next run)") from None
-            wait = e.retry_after if e.retry_after is not None else policy.backoff_s * 2 ** attempt
-            sleep(min(wait, policy.max_backoff_s) * (1 + 0.1 * random.random()))  # jitter: no lockstep herd
+                raise (ServerUnreachable if e.unreachable else InfraError)(
+                    f"{url}: {e} (gave up after {attempts} attempt(s) in "
+                    f"{time.monotonic() - t0:.1f}s; the session is retried on the next run)"
+                ) from None
+            wait = e.retry_after if e.retry_after is not None else policy.backoff_s * 2**attempt
+            sleep(
+                min(wait, policy.max_backoff_s) * (1 + 0.1 * random.random())
+            )  # jitter: no lockstep herd
     raise AssertionError("unreachable")
 
 
-def _once(method: str, url: str, data: bytes | None, headers: dict[str, str], timeout_s: float) -> Any:
-    req = urllib.request.Request(url, data=data, method=method,
-                                 headers={"Content-Type": "application/json", "Accept": "application/json", **headers})
+def _once(
+    method: str, url: str, data: bytes | None, headers: dict[str, str], timeout_s: float
+) -> Any:
+    req = urllib.request.Request(
+        url,
+        data=data,
+        method=method,
+        headers={"Content-Type": "application/json", "Accept": "application/json", **headers},
+    )
     deadline = time.monotonic() + timeout_s
     try:
         # ``timeout`` bounds the connect and each read; the deadline bounds a server that trickles.
@@ -77,8 +96,12 @@ def _once(method: str, url: str, data: bytes | None, headers: dict[str, str], ti
             raw = _read(resp, deadline)
     except urllib.error.HTTPError as e:
         message = _error_message(e)
-        if e.code in (408, 429) or (e.code >= 500 and e.code != 501):  # 501 Not Implemented is permanent
-            raise _Retryable(f"HTTP {e.code}: {message}", _retry_after(e.headers.get("Retry-After"))) from None
+        if e.code in (408, 429) or (
+            e.code >= 500 and e.code != 501
+        ):  # 501 Not Implemented is permanent
+            raise _Retryable(
+                f"HTTP {e.code}: {message}", _retry_after(e.headers.get("Retry-After"))
+            ) from None
         raise HttpStatus(e.code, message) from None
     except urllib.error.URLError as e:
         reason = e.reason
@@ -88,8 +111,10 @@ def _once(method: str, url: str, data: bytes | None, headers: dict[str, str], ti
     except TimeoutError:
         raise _Retryable(f"no answer within {timeout_s:g}s (timeout)") from None
     except (ConnectionError, HTTPException, OSError) as e:
-        raise _Retryable(f"connection failed ({type(e).__name__}: {e})",
-                         unreachable=not isinstance(e, HTTPException)) from None
+        raise _Retryable(
+            f"connection failed ({type(e).__name__}: {e})",
+            unreachable=not isinstance(e, HTTPException),
+        ) from None
     try:
         return _from_sse(raw) if raw.lstrip().startswith(b"data:") else json.loads(raw)
     except ValueError:
@@ -111,8 +136,10 @@ def _from_sse(raw: bytes) -> dict[str, Any]:
             if isinstance(delta.get("content"), str):
                 content.append(delta["content"])
             for c in delta.get("tool_calls") or ():  # arguments arrive in pieces, keyed by index
-                call = calls.setdefault(c.get("index", 0), {"id": None, "type": "function",
-                                                            "function": {"name": "", "arguments": ""}})
+                call = calls.setdefault(
+                    c.get("index", 0),
+                    {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
+                )
                 call["id"] = c.get("id") or call["id"]
                 fn = c.get("function") or {}
                 call["function"]["name"] += fn.get("name") or ""

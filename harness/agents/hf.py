@@ -55,8 +55,17 @@ class HFAgent:
         self._start_batcher(opts, folder.name)
 
     @classmethod
-    def from_model(cls, model: Any, tokenizer: Any, ctx: AgentContext, *, spec: str, fingerprint: str,
-                   max_result_chars: int | None = None, deadline: float | None = None) -> HFAgent:
+    def from_model(
+        cls,
+        model: Any,
+        tokenizer: Any,
+        ctx: AgentContext,
+        *,
+        spec: str,
+        fingerprint: str,
+        max_result_chars: int | None = None,
+        deadline: float | None = None,
+    ) -> HFAgent:
         """An agent over a live causal LM (a PreTrainedModel or a peft model) and its tokenizer.
 
         ``deadline`` (``time.monotonic()``): generation requests after it fail as InfraError, so a
@@ -76,8 +85,11 @@ class HFAgent:
 
     def _start_batcher(self, opts: dict[str, Any], name: str) -> None:
         self._batcher: MicroBatcher[tuple[str, int], str] = MicroBatcher(
-            self._generate_batch, max_batch=int(opts.get("batch_size", 8)),
-            wait_s=float(opts.get("batch_wait_ms", 5)) / 1000, name=f"etai-hf-{name}")
+            self._generate_batch,
+            max_batch=int(opts.get("batch_size", 8)),
+            wait_s=float(opts.get("batch_wait_ms", 5)) / 1000,
+            name=f"etai-hf-{name}",
+        )
 
     # --------------------------------------------------------------------------- loading
     def _load(self, folder: Path, device: str | None) -> None:
@@ -89,9 +101,13 @@ class HFAgent:
             self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
             # On CPU, float32: bf16 matmuls there are slow or missing. On GPU, the checkpoint's dtype.
             dtype = "auto" if self.device.startswith("cuda") else torch.float32
-            self.model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype).to(self.device)
+            self.model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype).to(
+                self.device
+            )
         except (OSError, ValueError, KeyError, RuntimeError) as e:
-            raise InputError(f"cannot load model or tokenizer: {type(e).__name__}: {e}", where=str(folder)) from None
+            raise InputError(
+                f"cannot load model or tokenizer: {type(e).__name__}: {e}", where=str(folder)
+            ) from None
         self.model.eval()
         self._configure()
 
@@ -99,13 +115,18 @@ class HFAgent:
         tok = self.tokenizer
         self.pad_id = next(i for i in (tok.pad_token_id, tok.eos_token_id, 0) if i is not None)
         self.marker_ids = _single_token_ids(tok, STOP_MARKERS)  # None: markers are not tokens here
-        self.eos_ids = {i for i in (tok.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None))
-                        if isinstance(i, int)}
+        self.eos_ids = {
+            i
+            for i in (tok.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None))
+            if isinstance(i, int)
+        }
         self.max_context = _max_context(self.model.config, tok)
 
     # --------------------------------------------------------------------------- Agent
     def start(self, task: TaskView, sample: int) -> TextEpisode:
-        return TextEpisode(task.record(), sample, tool_names_of(task.tools), self.gen, self.complete)
+        return TextEpisode(
+            task.record(), sample, tool_names_of(task.tools), self.gen, self.complete
+        )
 
     def complete(self, prompt: str, seed: int) -> str:
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -131,7 +152,7 @@ class HFAgent:
         if limit > 0 and len(ids) > limit:
             # Keep the head (instruction and context) and the tail (the latest steps); drop the middle.
             head = limit // 4
-            ids = ids[:head] + ids[len(ids) - (limit - head):]
+            ids = ids[:head] + ids[len(ids) - (limit - head) :]
         return ids
 
     def _generate_batch(self, items: Sequence[tuple[str, int]]) -> list[str]:
@@ -141,11 +162,18 @@ class HFAgent:
         width = max(len(r) for r in rows)
         # Left padding: every row's next token is at the same position, as generate expects.
         ids = torch.tensor([[self.pad_id] * (width - len(r)) + r for r in rows], device=self.device)
-        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self.device)
-        kwargs: dict[str, Any] = {"max_new_tokens": self.gen.max_new_tokens, "pad_token_id": self.pad_id,
-                                  "do_sample": not self.gen.greedy}
+        mask = torch.tensor(
+            [[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self.device
+        )
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": self.gen.max_new_tokens,
+            "pad_token_id": self.pad_id,
+            "do_sample": not self.gen.greedy,
+        }
         if self.gen.greedy:
-            kwargs.update(temperature=None, top_p=None, top_k=None)  # silence the config's sampling defaults
+            kwargs.update(
+                temperature=None, top_p=None, top_k=None
+            )  # silence the config's sampling defaults
         else:
             kwargs.update(temperature=self.gen.temperature, top_p=self.gen.top_p, top_k=None)
             seed = 0
@@ -181,7 +209,11 @@ class HFAgent:
 
 def _trained_with(folder: Path) -> dict[str, Any]:
     settings = folder_settings(folder)
-    return {"max_result_chars": int(settings["max_result_chars"])} if "max_result_chars" in settings else {}
+    return (
+        {"max_result_chars": int(settings["max_result_chars"])}
+        if "max_result_chars" in settings
+        else {}
+    )
 
 
 def _single_token_ids(tok: Any, markers: Sequence[str]) -> list[int] | None:
@@ -200,7 +232,9 @@ def _max_context(config: Any, tok: Any) -> int:
         if isinstance(value, int) and value > 0:
             return value
     value = getattr(tok, "model_max_length", None)
-    return value if isinstance(value, int) and 0 < value < _UNBOUNDED_CONTEXT else _UNBOUNDED_CONTEXT
+    return (
+        value if isinstance(value, int) and 0 < value < _UNBOUNDED_CONTEXT else _UNBOUNDED_CONTEXT
+    )
 
 
 def _factory(arg: str | None, ctx: AgentContext) -> HFAgent:
@@ -218,8 +252,15 @@ _LIVE: dict[str, dict[str, Any]] = {}
 
 
 @contextmanager
-def live_model(name: str, model: Any, tokenizer: Any, *, fingerprint: str, max_result_chars: int | None = None,
-               deadline: float | None = None) -> Iterator[str]:
+def live_model(
+    name: str,
+    model: Any,
+    tokenizer: Any,
+    *,
+    fingerprint: str,
+    max_result_chars: int | None = None,
+    deadline: float | None = None,
+) -> Iterator[str]:
     """Make ``model`` reachable as the agent spec ``hfmem:NAME`` inside the block; yields the spec.
 
     ``fingerprint`` goes into every result row's cache key: give a value that changes with the
@@ -228,8 +269,13 @@ def live_model(name: str, model: Any, tokenizer: Any, *, fingerprint: str, max_r
     if name in _LIVE:
         raise InputError(f"a live model is already registered as hfmem:{name}", where="live_model")
     register("hfmem", _live_factory, "a model held in this process (hfmem:NAME, see live_model)")
-    _LIVE[name] = {"model": model, "tokenizer": tokenizer, "fingerprint": fingerprint,
-                   "max_result_chars": max_result_chars, "deadline": deadline}
+    _LIVE[name] = {
+        "model": model,
+        "tokenizer": tokenizer,
+        "fingerprint": fingerprint,
+        "max_result_chars": max_result_chars,
+        "deadline": deadline,
+    }
     try:
         yield f"hfmem:{name}"
     finally:
@@ -238,7 +284,8 @@ def live_model(name: str, model: Any, tokenizer: Any, *, fingerprint: str, max_r
 
 def _live_factory(arg: str | None, ctx: AgentContext) -> HFAgent:
     if not arg or arg not in _LIVE:
-        raise InputError(f"no live model is registered as hfmem:{arg or ''} (see harness.agents.hf.live_model)",
-                         where="--agent")
+        raise InputError(
+            f"no live model is registered as hfmem:{arg or ''} (see harness.agents.hf.live_model)",
+            where="--agent",
+        )
     return HFAgent.from_model(ctx=ctx, spec=f"hfmem:{arg}", **_LIVE[arg])
-

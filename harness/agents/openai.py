@@ -49,11 +49,24 @@ from harness.errors import InfraError, InputError, ServerUnreachable
 from harness.etai_format import STOP_MARKERS, InvalidAction
 
 PROTOCOLS = ("auto", "tools", "text")
-_CONTEXT_WORDS = ("context length", "context window", "maximum context", "too long", "too many tokens")
+_CONTEXT_WORDS = (
+    "context length",
+    "context window",
+    "maximum context",
+    "too long",
+    "too many tokens",
+)
 
 
-def _setting(opts: Mapping[str, Any], key: str, env: str | None, kind: type, default: Any,
-             ok: Callable[[Any], bool], rule: str) -> Any:
+def _setting(
+    opts: Mapping[str, Any],
+    key: str,
+    env: str | None,
+    kind: type,
+    default: Any,
+    ok: Callable[[Any], bool],
+    rule: str,
+) -> Any:
     """Option ``key``, else environment variable ``env``, else ``default``. A bad value is an
     InputError naming where it came from (exit 2), not a ValueError's traceback from the run."""
     value, where = opts.get(key), f"option {key}"
@@ -75,22 +88,55 @@ def _setting(opts: Mapping[str, Any], key: str, env: str | None, kind: type, def
 class OpenAIAgent:
     def __init__(self, base_url: str, model: str | None, ctx: AgentContext):
         if not base_url.startswith(("http://", "https://")) or len(base_url) <= len("https://"):
-            raise InputError(f"expected openai:http(s)://HOST[:PORT]/v1[#MODEL], got openai:{base_url}",
-                             where="--agent")
+            raise InputError(
+                f"expected openai:http(s)://HOST[:PORT]/v1[#MODEL], got openai:{base_url}",
+                where="--agent",
+            )
         opts = dict(ctx.options)
         self.base_url = base_url.rstrip("/")
         self.spec = f"openai:{base_url}" + (f"#{model}" if model else "")
-        self.fingerprint = hashlib.sha256(f"{self.base_url}#{model or ''}".encode()).hexdigest()[:16]
+        self.fingerprint = hashlib.sha256(f"{self.base_url}#{model or ''}".encode()).hexdigest()[
+            :16
+        ]
         self.gen = Generation.from_options(opts)
-        self.protocol = _setting(opts, "protocol", "ETAI_OPENAI_PROTOCOL", str, "auto", PROTOCOLS.__contains__,
-                                 f"one of {', '.join(PROTOCOLS)}")
+        self.protocol = _setting(
+            opts,
+            "protocol",
+            "ETAI_OPENAI_PROTOCOL",
+            str,
+            "auto",
+            PROTOCOLS.__contains__,
+            f"one of {', '.join(PROTOCOLS)}",
+        )
         self.policy = RetryPolicy(
-            timeout_s=_setting(opts, "timeout_s", "ETAI_OPENAI_TIMEOUT", float, RetryPolicy.timeout_s,
-                               lambda v: 0 < v < math.inf, "a positive number of seconds"),
-            max_retries=_setting(opts, "max_retries", "ETAI_OPENAI_MAX_RETRIES", int, RetryPolicy.max_retries,
-                                 lambda v: v >= 0, "a non-negative integer"),
-            backoff_s=_setting(opts, "backoff_s", None, float, RetryPolicy.backoff_s, lambda v: 0 <= v < math.inf,
-                               "a non-negative number of seconds"))
+            timeout_s=_setting(
+                opts,
+                "timeout_s",
+                "ETAI_OPENAI_TIMEOUT",
+                float,
+                RetryPolicy.timeout_s,
+                lambda v: 0 < v < math.inf,
+                "a positive number of seconds",
+            ),
+            max_retries=_setting(
+                opts,
+                "max_retries",
+                "ETAI_OPENAI_MAX_RETRIES",
+                int,
+                RetryPolicy.max_retries,
+                lambda v: v >= 0,
+                "a non-negative integer",
+            ),
+            backoff_s=_setting(
+                opts,
+                "backoff_s",
+                None,
+                float,
+                RetryPolicy.backoff_s,
+                lambda v: 0 <= v < math.inf,
+                "a non-negative number of seconds",
+            ),
+        )
         key = env_first("ETAI_OPENAI_API_KEY", "OPENAI_API_KEY")
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._model = model
@@ -116,24 +162,32 @@ class OpenAIAgent:
                 try:
                     self._model = str(listing["data"][0]["id"])
                 except (KeyError, IndexError, TypeError):
-                    raise InfraError(f"{self.base_url}/models lists no model; name one: {self.spec}#MODEL") from None
+                    raise InfraError(
+                        f"{self.base_url}/models lists no model; name one: {self.spec}#MODEL"
+                    ) from None
             return self._model
 
     def check_available(self) -> None:
         if self._unreachable is not None:
-            raise ServerUnreachable(f"{self.base_url} was found unreachable earlier in this run "
-                                    f"({self._unreachable}); not tried again until the next run")
+            raise ServerUnreachable(
+                f"{self.base_url} was found unreachable earlier in this run "
+                f"({self._unreachable}); not tried again until the next run"
+            )
 
     def _call(self, method: str, path: str, body: Any) -> Any:
         self.check_available()
         try:
-            return request_json(method, self.base_url + path, body, headers=self._headers, policy=self.policy)
+            return request_json(
+                method, self.base_url + path, body, headers=self._headers, policy=self.policy
+            )
         except ServerUnreachable as e:
             self._unreachable = self._unreachable or e
             raise
         except HttpStatus as e:
             if e.status in (401, 403):
-                raise InfraError(f"{self.base_url}{path}: {e} (set ETAI_OPENAI_API_KEY or OPENAI_API_KEY)") from None
+                raise InfraError(
+                    f"{self.base_url}{path}: {e} (set ETAI_OPENAI_API_KEY or OPENAI_API_KEY)"
+                ) from None
             raise
 
     def chat(self, body: dict[str, Any]) -> Mapping[str, Any]:
@@ -146,7 +200,11 @@ class OpenAIAgent:
 
     def drop_tools(self, error: HttpStatus) -> bool:
         """Switch to the text protocol if ``error`` says the server cannot call tools (auto mode only)."""
-        if self.protocol == "auto" and error.status in (400, 404, 422, 501) and "tool" in error.message.lower():
+        if (
+            self.protocol == "auto"
+            and error.status in (400, 404, 422, 501)
+            and "tool" in error.message.lower()
+        ):
             self.protocol = "text"
             return True
         return False
@@ -157,7 +215,9 @@ class ChatEpisode:
     agent: OpenAIAgent
     task: TaskView
     sample: int
-    sent: list[dict[str, Any]] = field(default_factory=list)  # assistant message per step (tools protocol)
+    sent: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # assistant message per step (tools protocol)
 
     def __post_init__(self) -> None:
         self.tools = tool_names_of(self.task.tools)
@@ -165,11 +225,15 @@ class ChatEpisode:
 
     def act(self, observations: Sequence[Mapping[str, Any]]):
         step = len(observations) + 1
-        del self.sent[len(observations):]  # a step the loop never saw (an earlier act that raised)
+        del self.sent[len(observations) :]  # a step the loop never saw (an earlier act that raised)
         gen = self.agent.gen
-        body: dict[str, Any] = {"model": self.agent.model(), "max_tokens": gen.max_new_tokens,
-                                "temperature": gen.temperature, "top_p": gen.top_p,
-                                "stream": False}
+        body: dict[str, Any] = {
+            "model": self.agent.model(),
+            "max_tokens": gen.max_new_tokens,
+            "temperature": gen.temperature,
+            "top_p": gen.top_p,
+            "stream": False,
+        }
         if not gen.greedy:
             body["seed"] = step_seed(self.task.session_id, self.sample, step)
         try:
@@ -186,16 +250,29 @@ class ChatEpisode:
                 return InvalidAction(f"the server rejected the prompt: {e}", e.message[:200])
             raise InfraError(f"{self.agent.base_url}/chat/completions: {e}") from None
 
-    def _tools_step(self, body: dict[str, Any], observations: Sequence[Mapping[str, Any]], step: int):
-        body = dict(body, tools=self.task.tools, tool_choice="auto",
-                    messages=tool_messages(self.record, observations, self.sent, self.agent.gen.max_result_chars))
+    def _tools_step(
+        self, body: dict[str, Any], observations: Sequence[Mapping[str, Any]], step: int
+    ):
+        body = dict(
+            body,
+            tools=self.task.tools,
+            tool_choice="auto",
+            messages=tool_messages(
+                self.record, observations, self.sent, self.agent.gen.max_result_chars
+            ),
+        )
         decision, said = decide_tools(self.agent.chat(body), self.tools, step)
         self.sent.append(said)
         return decision
 
     def _text_step(self, body: dict[str, Any], observations: Sequence[Mapping[str, Any]]):
-        body = dict(body, stop=list(STOP_MARKERS),
-                    messages=text_messages(self.record, observations, self.task.tools, self.agent.gen.max_result_chars))
+        body = dict(
+            body,
+            stop=list(STOP_MARKERS),
+            messages=text_messages(
+                self.record, observations, self.task.tools, self.agent.gen.max_result_chars
+            ),
+        )
         message = self.agent.chat(body)
         content = message.get("content")
         return text_decision(content if isinstance(content, str) else "", self.tools)[0]
@@ -203,10 +280,14 @@ class ChatEpisode:
 
 def _factory(arg: str | None, ctx: AgentContext) -> OpenAIAgent:
     if not arg:
-        raise InputError("openai needs a server: openai:BASE_URL[#MODEL], e.g. openai:http://127.0.0.1:8000/v1#my-model",
-                         where="--agent")
+        raise InputError(
+            "openai needs a server: openai:BASE_URL[#MODEL], e.g. openai:http://127.0.0.1:8000/v1#my-model",
+            where="--agent",
+        )
     base_url, sep, model = arg.partition("#")
     return OpenAIAgent(base_url, model if sep and model else None, ctx)
 
 
-register("openai", _factory, "an OpenAI-compatible chat-completions server (openai:BASE_URL[#MODEL])")
+register(
+    "openai", _factory, "an OpenAI-compatible chat-completions server (openai:BASE_URL[#MODEL])"
+)

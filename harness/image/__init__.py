@@ -23,8 +23,16 @@ NODE_VERSION = "20.20.2"
 DEBIAN_SUITE = "bookworm"
 REPO = "etai-sandbox"
 BASE_REPO = "etai-base"
-_RUNNER_FILES = ("package.json", "package-lock.json", "runner.js", "jest-host.js", "jest-warm.js", "guard.js",
-                 "guard-lockdown.js", "guard-framework.js")
+_RUNNER_FILES = (
+    "package.json",
+    "package-lock.json",
+    "runner.js",
+    "jest-host.js",
+    "jest-warm.js",
+    "guard.js",
+    "guard-lockdown.js",
+    "guard-framework.js",
+)
 _DEPS_FILES = ("package.json", "package-lock.json")
 
 
@@ -35,7 +43,9 @@ def cache_dir() -> Path:
 
 
 def _node_package() -> str:
-    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine())
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
+        platform.machine()
+    )
     if arch is None:
         raise InfraError(f"no Node build for this processor ({platform.machine()})")
     return f"node-linux-{arch}@{NODE_VERSION}"
@@ -49,7 +59,9 @@ def _digest(parts: list[bytes]) -> str:
 
 
 def base_digest() -> str:
-    return _digest([(RECIPE / "build-base.sh").read_bytes(), _node_package().encode(), DEBIAN_SUITE.encode()])
+    return _digest(
+        [(RECIPE / "build-base.sh").read_bytes(), _node_package().encode(), DEBIAN_SUITE.encode()]
+    )
 
 
 def recipe_digest() -> str:
@@ -107,7 +119,11 @@ def _runner_deps() -> Path:
     tmp = Path(tempfile.mkdtemp(prefix="runner-deps-", dir=cache_dir()))
     for f in _DEPS_FILES:
         shutil.copy2(RECIPE / "runner" / f, tmp / f)
-    _run(["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"], "npm ci of the sandbox runner", cwd=tmp)
+    _run(
+        ["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"],
+        "npm ci of the sandbox runner",
+        cwd=tmp,
+    )
     try:
         tmp.rename(target)
     except OSError:
@@ -160,7 +176,11 @@ def build(*, base: str | None = None, force: bool = False, log=print) -> str:
     ``base`` overrides the offline base (e.g. ``node:20-bookworm-slim`` where a registry answers).
     """
     client = docker_client(timeout=600)
-    tag = image_tag() if base is None else f"{REPO}:{recipe_digest()[:12]}-{hashlib.sha256(base.encode()).hexdigest()[:6]}"
+    tag = (
+        image_tag()
+        if base is None
+        else f"{REPO}:{recipe_digest()[:12]}-{hashlib.sha256(base.encode()).hexdigest()[:6]}"
+    )
     if not force and _has_image(client, tag):
         log(f"image {tag} is up to date")
         return tag
@@ -168,16 +188,30 @@ def build(*, base: str | None = None, force: bool = False, log=print) -> str:
         base = base_tag()
         if force or not _has_image(client, base):
             if os.geteuid() != 0 or not shutil.which("debootstrap"):
-                raise InfraError("building the base image needs root and debootstrap (apt-get install debootstrap)")
+                raise InfraError(
+                    "building the base image needs root and debootstrap (apt-get install debootstrap)"
+                )
             log(f"building base {base} with debootstrap (about a minute, one time)")
-            _run(["sh", str(RECIPE / "build-base.sh"), base, str(_node_tarball()), _debian_mirror()], "base image build")
+            _run(
+                ["sh", str(RECIPE / "build-base.sh"), base, str(_node_tarball()), _debian_mirror()],
+                "base image build",
+            )
     log(f"building {tag}")
     with tempfile.TemporaryDirectory(prefix="etai-ctx-") as ctx:
         shutil.copy2(RECIPE / "Dockerfile", Path(ctx) / "Dockerfile")
-        shutil.copytree(runner_dir(), Path(ctx) / "runner", symlinks=False)  # node_modules is a link here
+        shutil.copytree(
+            runner_dir(), Path(ctx) / "runner", symlinks=False
+        )  # node_modules is a link here
         try:
-            client.images.build(path=ctx, tag=tag, buildargs={"BASE": base}, rm=True, forcerm=True,
-                                pull=False, labels={"etai.recipe": recipe_digest()})
+            client.images.build(
+                path=ctx,
+                tag=tag,
+                buildargs={"BASE": base},
+                rm=True,
+                forcerm=True,
+                pull=False,
+                labels={"etai.recipe": recipe_digest()},
+            )
         except Exception as e:
             raise InfraError(f"docker build of {tag} failed: {e}") from e
     log(f"built {tag}")

@@ -23,7 +23,9 @@ class Status(str, enum.Enum):
     TIMEOUT = "timeout"
     MEMORY_LIMIT = "memory_limit"
     OUTPUT_LIMIT = "output_limit"
-    TAMPERED = "tampered"  # the run's evidence shows workspace code interfered with the tests or framework
+    TAMPERED = (
+        "tampered"  # the run's evidence shows workspace code interfered with the tests or framework
+    )
     INFRA_ERROR = "infra_error"
 
 
@@ -38,7 +40,9 @@ class Limits:
     scratch_mb: int = 256
     timeout_s: float = 30.0  # default deadline of one exec or Jest run
     output_cap: int = 1 << 20  # bytes kept of stdout+stderr per exec
-    guard: bool = True  # grading integrity in the Jest hosts; off only for benchmarks that measure its cost
+    guard: bool = (
+        True  # grading integrity in the Jest hosts; off only for benchmarks that measure its cost
+    )
 
 
 @dataclass(frozen=True)
@@ -51,8 +55,14 @@ class ExecResult:
     duration_s: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status.value, "exit_code": self.exit_code, "stdout": self.stdout,
-                "stderr": self.stderr, "truncated": self.truncated, "duration_s": round(self.duration_s, 4)}
+        return {
+            "status": self.status.value,
+            "exit_code": self.exit_code,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "truncated": self.truncated,
+            "duration_s": round(self.duration_s, 4),
+        }
 
 
 class Sandbox(Protocol):
@@ -62,16 +72,26 @@ class Sandbox(Protocol):
     image: str | None  # what results name as the environment (image tag, or None for local)
     limits: Limits
     test_files: list[str]  # the Jest test files of the pristine workspace, listed at start
-    config_files: list[str]  # workspace files the Jest config names (setup files, environments, ...)
+    config_files: list[
+        str
+    ]  # workspace files the Jest config names (setup files, environments, ...)
 
-    def exec(self, argv: list[str], *, timeout: float | None = None, output_cap: int | None = None,
-             stdin: bytes | None = None) -> ExecResult: ...
+    def exec(
+        self,
+        argv: list[str],
+        *,
+        timeout: float | None = None,
+        output_cap: int | None = None,
+        stdin: bytes | None = None,
+    ) -> ExecResult: ...
 
     def read_file(self, path: str) -> bytes: ...
 
     def write_file(self, path: str, data: bytes) -> None: ...
 
-    def request(self, op: str, payload: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
+    def request(
+        self, op: str, payload: dict[str, Any], *, timeout: float | None = None
+    ) -> dict[str, Any]:
         """One call to the in-sandbox runner (Jest, file tools, git). Raises ToolFailure on a tool error."""
         ...
 
@@ -107,7 +127,9 @@ class Provider(Protocol):
     description: str
     safe: bool  # False: not isolation (``local``); used only when asked for by name
 
-    def prepare(self, limits: Limits, *, workers: int = 1, image: str | None = None) -> Prepared: ...
+    def prepare(
+        self, limits: Limits, *, workers: int = 1, image: str | None = None
+    ) -> Prepared: ...
 
     def start(self, workspace: Path, *, limits: Limits, image: str | None = None) -> Sandbox:
         """One sandbox without a prepared run (tools, tests, recording)."""
@@ -129,12 +151,17 @@ class Provider(Protocol):
 # Plug-ins: entry-point group etai.sandboxes, each a Provider. `etai sandbox check NAME` runs the
 # conformance checks (harness/sandbox/conformance.py) against any of them.
 SANDBOXES: Registry[Provider] = Registry(
-    "sandbox", group="etai.sandboxes", builtins=("harness.sandbox._docker", "harness.sandbox._local"),
-    where="--sandbox")
+    "sandbox",
+    group="etai.sandboxes",
+    builtins=("harness.sandbox._docker", "harness.sandbox._local"),
+    where="--sandbox",
+)
 
 
 def register(provider: Provider) -> Provider:
-    return SANDBOXES.register(provider.name, provider, description=provider.description, safe=provider.safe)
+    return SANDBOXES.register(
+        provider.name, provider, description=provider.description, safe=provider.safe
+    )
 
 
 def names() -> list[str]:
@@ -151,7 +178,9 @@ def require_kind(kind: str) -> None:
     SANDBOXES.get(kind)
 
 
-def start(kind: str, workspace: Path | str, *, limits: Limits | None = None, image: str | None = None) -> Sandbox:
+def start(
+    kind: str, workspace: Path | str, *, limits: Limits | None = None, image: str | None = None
+) -> Sandbox:
     """Start a sandbox of ``kind`` with a copy of ``workspace``; the caller must ``close()`` it."""
     return SANDBOXES.get(kind).start(Path(workspace), limits=limits or Limits(), image=image)
 

@@ -51,12 +51,23 @@ def _no_engine(what: str, e: Exception) -> InfraError:
 
 
 def _labels(run_id: str | None) -> dict[str, str]:
-    return {LABEL: "1", f"{LABEL}.owner_pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname(),
-            f"{LABEL}.started_at": str(int(time.time())), f"{LABEL}.run_id": run_id or ""}
+    return {
+        LABEL: "1",
+        f"{LABEL}.owner_pid": str(os.getpid()),
+        f"{LABEL}.host": socket.gethostname(),
+        f"{LABEL}.started_at": str(int(time.time())),
+        f"{LABEL}.run_id": run_id or "",
+    }
 
 
-def create_container(image: str, limits: Limits, *, run_id: str | None = None, name_prefix: str = "etai",
-                     trusted_root: bool = True):
+def create_container(
+    image: str,
+    limits: Limits,
+    *,
+    run_id: str | None = None,
+    name_prefix: str = "etai",
+    trusted_root: bool = True,
+):
     """Start a detached container with the full hardened profile; return (container, name).
 
     With ``trusted_root`` (the Jest sandbox), the in-sandbox runner is exec'd as root holding only
@@ -70,23 +81,40 @@ def create_container(image: str, limits: Limits, *, run_id: str | None = None, n
     name = f"{name_prefix}-{uuid.uuid4().hex[:12]}"
     owner = "uid=0,gid=0,mode=0755" if trusted_root else "uid=10001,gid=10001,mode=0700"
     scratch = f"rw,nosuid,nodev,noexec,size={limits.scratch_mb}m,{owner}"
-    env = {"HOME": "/scratch", "TMPDIR": "/scratch/tmp", "ETAI_WORKSPACE": "/scratch/ws",
-           "ETAI_JEST_HEAP_MB": str(max(128, int(limits.memory_mb * 0.6))),
-           "ETAI_JEST_HOSTS": str(jest_hosts(limits))}
+    env = {
+        "HOME": "/scratch",
+        "TMPDIR": "/scratch/tmp",
+        "ETAI_WORKSPACE": "/scratch/ws",
+        "ETAI_JEST_HEAP_MB": str(max(128, int(limits.memory_mb * 0.6))),
+        "ETAI_JEST_HOSTS": str(jest_hosts(limits)),
+    }
     if trusted_root:
         env["ETAI_SANDBOX_UID"] = "10001"
     if not limits.guard:
         env["ETAI_JEST_GUARD"] = "off"
     try:
         c = client().containers.run(
-            image, ["sleep", "infinity"], name=name, labels=_labels(run_id), detach=True,
-            init=True, network_mode="none", cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            image,
+            ["sleep", "infinity"],
+            name=name,
+            labels=_labels(run_id),
+            detach=True,
+            init=True,
+            network_mode="none",
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
             cap_add=["SETUID", "SETGID", "KILL"] if trusted_root else [],
-            user="0:0" if trusted_root else UID, read_only=True, tmpfs={"/scratch": scratch}, ipc_mode="none",
-            mem_limit=f"{limits.memory_mb}m", memswap_limit=f"{limits.memory_mb}m",
-            pids_limit=limits.pids, nano_cpus=int(limits.cpus * 1e9),
+            user="0:0" if trusted_root else UID,
+            read_only=True,
+            tmpfs={"/scratch": scratch},
+            ipc_mode="none",
+            mem_limit=f"{limits.memory_mb}m",
+            memswap_limit=f"{limits.memory_mb}m",
+            pids_limit=limits.pids,
+            nano_cpus=int(limits.cpus * 1e9),
             ulimits=[Ulimit(name="nofile", soft=limits.nofile, hard=limits.nofile)],
-            log_config=LogConfig(type="none"), working_dir="/scratch",
+            log_config=LogConfig(type="none"),
+            working_dir="/scratch",
             # Environment is an allowlist: nothing of the host's (secrets included) goes in.
             environment=env,
         )
@@ -191,18 +219,29 @@ class Pool:
             t.join(timeout=60)
 
 
-def piped(image: str, limits: Limits, argv: list[str], *, run_id: str | None = None, name_prefix: str = "etai",
-          trusted_root: bool = True) -> tuple[str, subprocess.Popen]:
+def piped(
+    image: str,
+    limits: Limits,
+    argv: list[str],
+    *,
+    run_id: str | None = None,
+    name_prefix: str = "etai",
+    trusted_root: bool = True,
+) -> tuple[str, subprocess.Popen]:
     """A hardened container with ``argv`` running in it on a pipe (stdin/stdout): (name, process).
     The caller removes it with ``kill_and_remove(name)``. For drivers other than the Jest runner
     (HumanEval's Python driver): the container profile stays the same for every one of them."""
-    _, name = create_container(image, limits, run_id=run_id, name_prefix=name_prefix, trusted_root=trusted_root)
+    _, name = create_container(
+        image, limits, run_id=run_id, name_prefix=name_prefix, trusted_root=trusted_root
+    )
     try:
         # A long-lived `docker exec -i` is the pipe. The SDK's attach socket would need hand
         # demultiplexing of Docker's stream frames; the CLI does exactly that, over the same API.
         proc = subprocess.Popen(
             ["docker", "exec", "-i", *(["-u", "0:0"] if trusted_root else []), name, *argv],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
             start_new_session=True,  # Ctrl-C reaches us, not the pipe; close() ends it
         )
     except BaseException:

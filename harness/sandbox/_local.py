@@ -18,8 +18,7 @@ from harness import image as _image
 from harness.sandbox import Limits, register
 from harness.sandbox._runner import RunnerSandbox, jest_hosts, workspace_files
 
-
-_LIVE: set["LocalSandbox"] = set()  # started by this process and not killed yet (Ctrl-C reaps them)
+_LIVE: set[LocalSandbox] = set()  # started by this process and not killed yet (Ctrl-C reaps them)
 
 
 class LocalSandbox(RunnerSandbox):
@@ -30,13 +29,24 @@ class LocalSandbox(RunnerSandbox):
         self._tmp = Path(tempfile.mkdtemp(prefix="etai-local-"))
         runner = _image.runner_dir()
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")}
-        env.update(HOME=str(self._tmp), TMPDIR=str(self._tmp / "tmp"), ETAI_WORKSPACE=str(self._tmp / "ws"),
-                   NODE_ENV="test", GIT_CONFIG_NOSYSTEM="1", ETAI_JEST_HOSTS=str(jest_hosts(limits)))
+        env.update(
+            HOME=str(self._tmp),
+            TMPDIR=str(self._tmp / "tmp"),
+            ETAI_WORKSPACE=str(self._tmp / "ws"),
+            NODE_ENV="test",
+            GIT_CONFIG_NOSYSTEM="1",
+            ETAI_JEST_HOSTS=str(jest_hosts(limits)),
+        )
         if not limits.guard:
             env["ETAI_JEST_GUARD"] = "off"
-        proc = subprocess.Popen(["node", str(runner / "runner.js")], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            ["node", str(runner / "runner.js")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
         self._proc = proc
         _LIVE.add(self)
         super().__init__(proc, limits)
@@ -53,7 +63,7 @@ class LocalSandbox(RunnerSandbox):
 class LocalRun:
     image = None
 
-    def __init__(self, provider: "LocalProvider", limits: Limits):
+    def __init__(self, provider: LocalProvider, limits: Limits):
         self._provider, self._limits = provider, limits
 
     def start(self, workspace: Path) -> LocalSandbox:

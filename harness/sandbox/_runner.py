@@ -52,7 +52,9 @@ def workspace_files(root: Path) -> dict[str, str]:
         data = p.read_bytes()
         total += len(data)
         if total > MAX_WORKSPACE_BYTES:
-            raise InputError(f"workspace is larger than {MAX_WORKSPACE_BYTES >> 20} MiB", where=str(root))
+            raise InputError(
+                f"workspace is larger than {MAX_WORKSPACE_BYTES >> 20} MiB", where=str(root)
+            )
         files[rel] = base64.b64encode(data).decode()
     return files
 
@@ -104,7 +106,9 @@ class RunnerSandbox:
     def _kill(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def request(self, op: str, payload: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
+    def request(
+        self, op: str, payload: dict[str, Any], *, timeout: float | None = None
+    ) -> dict[str, Any]:
         """Send one request; wait for its answer until the outer deadline, else kill the sandbox."""
         if self._dead:
             raise (SandboxTimeout if self._timed_out else SandboxDead)(self._dead)
@@ -113,7 +117,9 @@ class RunnerSandbox:
             rid = next(self._ids)
             try:
                 assert self._proc.stdin is not None
-                self._proc.stdin.write(json.dumps({"id": rid, "op": op, **payload}).encode() + b"\n")
+                self._proc.stdin.write(
+                    json.dumps({"id": rid, "op": op, **payload}).encode() + b"\n"
+                )
                 self._proc.stdin.flush()
             except (BrokenPipeError, OSError) as e:
                 self._dead = f"the sandbox runner is gone ({e})"
@@ -136,7 +142,7 @@ class RunnerSandbox:
         return answer["result"]
 
     # ------------------------------------------------------------------ the protocol
-    def init_workspace(self, files: dict[str, str]) -> "RunnerSandbox":
+    def init_workspace(self, files: dict[str, str]) -> RunnerSandbox:
         """Upload the workspace; on any failure the sandbox closes itself. Returns self."""
         try:
             r = self.request("init", {"files": files}, timeout=60.0)
@@ -147,24 +153,37 @@ class RunnerSandbox:
         self.config_files: list[str] = r.get("config_files") or []  # files the Jest config names
         return self
 
-    def exec(self, argv: list[str], *, timeout: float | None = None, output_cap: int | None = None,
-             stdin: bytes | None = None) -> ExecResult:
+    def exec(
+        self,
+        argv: list[str],
+        *,
+        timeout: float | None = None,
+        output_cap: int | None = None,
+        stdin: bytes | None = None,
+    ) -> ExecResult:
         timeout = timeout if timeout is not None else self.limits.timeout_s
         t0 = time.monotonic()
         try:
-            r = self.request("exec", {
-                "argv": list(argv), "timeout_ms": int(timeout * 1000),
-                "output_cap": output_cap or self.limits.output_cap,
-                "stdin_b64": base64.b64encode(stdin).decode() if stdin else None,
-            }, timeout=timeout)
+            r = self.request(
+                "exec",
+                {
+                    "argv": list(argv),
+                    "timeout_ms": int(timeout * 1000),
+                    "output_cap": output_cap or self.limits.output_cap,
+                    "stdin_b64": base64.b64encode(stdin).decode() if stdin else None,
+                },
+                timeout=timeout,
+            )
         except SandboxDead as e:
             status = Status.TIMEOUT if isinstance(e, SandboxTimeout) else Status.INFRA_ERROR
             return ExecResult(status, -1, "", str(e), False, time.monotonic() - t0)
         return ExecResult(
-            status=Status(r["status"]), exit_code=r["exit_code"],
+            status=Status(r["status"]),
+            exit_code=r["exit_code"],
             stdout=base64.b64decode(r["stdout"]).decode("utf-8", "replace"),
             stderr=base64.b64decode(r["stderr"]).decode("utf-8", "replace"),
-            truncated=r["truncated"], duration_s=r["duration_ms"] / 1000,
+            truncated=r["truncated"],
+            duration_s=r["duration_ms"] / 1000,
         )
 
     def read_file(self, path: str) -> bytes:

@@ -8,8 +8,9 @@ sandbox all come back as an error result with a clear message, never as an excep
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from harness.errors import SandboxDead, SandboxTimeout
 from harness.registry import Registry
@@ -26,8 +27,14 @@ class Tool:
 
     def schema(self) -> dict[str, Any]:
         """OpenAI-style function definition (what model servers are sent)."""
-        return {"type": "function",
-                "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
 
 
 @dataclass(frozen=True)
@@ -105,5 +112,12 @@ def call(sandbox: Sandbox, name: str, args: Any) -> ToolResult:
 
 # Kept for callers that want the names without loading the registry module.
 TOOL_NAMES: tuple[str, ...] = (
-    "jest_run", "file_read", "file_write", "file_edit", "git_diff", "git_status", "list_files", "search",
+    "jest_run",
+    "file_read",
+    "file_write",
+    "file_edit",
+    "git_diff",
+    "git_status",
+    "list_files",
+    "search",
 )

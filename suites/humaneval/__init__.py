@@ -46,11 +46,18 @@ def _problems(problems: Mapping[str, Any] | str | Path | None) -> Mapping[str, A
     return problems
 
 
-def evaluate_samples(samples_file: str | Path, *, k: Sequence[int] = DEFAULT_K,
-                     out_dir: str | Path | None = None,
-                     problems: Mapping[str, Any] | str | Path | None = None,
-                     workers: int | None = None, timeout: float = 3.0, mem_mb: int = MEM_MB,
-                     image: str | None = None, progress: bool | None = None) -> dict[str, Any]:
+def evaluate_samples(
+    samples_file: str | Path,
+    *,
+    k: Sequence[int] = DEFAULT_K,
+    out_dir: str | Path | None = None,
+    problems: Mapping[str, Any] | str | Path | None = None,
+    workers: int | None = None,
+    timeout: float = 3.0,
+    mem_mb: int = MEM_MB,
+    image: str | None = None,
+    progress: bool | None = None,
+) -> dict[str, Any]:
     """Run every sample's check in the sandbox; write results.jsonl and summary.json; return the summary.
 
     ``problems`` may be a subset (a mapping task_id -> problem, or a problem file): only tasks that
@@ -83,8 +90,16 @@ def evaluate_samples(samples_file: str | Path, *, k: Sequence[int] = DEFAULT_K,
     store = ResultStore(out_dir)
     pending = [c for c in checks if not store.has(c.key)]
     if pending:
-        _run(pending, store, image=image, agent=agent, timeout=timeout, mem_mb=mem_mb,
-             workers=workers or default_workers(), progress=progress)
+        _run(
+            pending,
+            store,
+            image=image,
+            agent=agent,
+            timeout=timeout,
+            mem_mb=mem_mb,
+            workers=workers or default_workers(),
+            progress=progress,
+        )
     summary = _samples.summarize(store.rows([c.key for c in checks]), ks=ks, agent=agent)
     summary.update(image=image, timeout_s=timeout, out_dir=str(out_dir))
     write_json_atomic(Path(out_dir) / "summary.json", summary)
@@ -99,20 +114,49 @@ def _run(pending, store, *, image, agent, timeout, mem_mb, workers, progress) ->
 
     # The container holds one check at a time: its memory covers the check's rlimit, a full
     # scratch tmpfs (tmpfs pages count against the cgroup) and the driver.
-    limits = Limits(memory_mb=mem_mb + SCRATCH_MB + 128, cpus=1.0, pids=64, nofile=256,
-                    scratch_mb=SCRATCH_MB, timeout_s=timeout)
-    cfg = PoolConfig(image=image, limits=limits, timeout=timeout, mem_mb=mem_mb, workers=workers,
-                     run_id=store.dir.name)
+    limits = Limits(
+        memory_mb=mem_mb + SCRATCH_MB + 128,
+        cpus=1.0,
+        pids=64,
+        nofile=256,
+        scratch_mb=SCRATCH_MB,
+        timeout_s=timeout,
+    )
+    cfg = PoolConfig(
+        image=image,
+        limits=limits,
+        timeout=timeout,
+        mem_mb=mem_mb,
+        workers=workers,
+        run_id=store.dir.name,
+    )
     version = harness_version()
-    bar = tqdm(total=len(pending), desc="humaneval", unit="check",
-               disable=(len(pending) < 50) if progress is None else not progress)
+    bar = tqdm(
+        total=len(pending),
+        desc="humaneval",
+        unit="check",
+        disable=(len(pending) < 50) if progress is None else not progress,
+    )
 
     def record(check, out) -> None:
-        store.append({"cache_key": check.key, "suite": "humaneval", "session_id": check.sample.task_id,
-                      "agent": agent, "sample": check.sample.index, "status": out.status,
-                      "reason": out.reason, "duration_s": out.duration_s, "image": image,
-                      "harness_version": version, "completion_sha256": check.completion_sha256,
-                      "timeout_s": timeout, "mem_mb": mem_mb, "line": check.sample.line})
+        store.append(
+            {
+                "cache_key": check.key,
+                "suite": "humaneval",
+                "session_id": check.sample.task_id,
+                "agent": agent,
+                "sample": check.sample.index,
+                "status": out.status,
+                "reason": out.reason,
+                "duration_s": out.duration_s,
+                "image": image,
+                "harness_version": version,
+                "completion_sha256": check.completion_sha256,
+                "timeout_s": timeout,
+                "mem_mb": mem_mb,
+                "line": check.sample.line,
+            }
+        )
         bar.update(1)
 
     try:

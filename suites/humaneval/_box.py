@@ -79,8 +79,14 @@ class Box:
         # The Docker backend's container profile with Python's driver on the pipe instead of the
         # Jest runner; every process is the sandbox user (no trusted root inside).
         self._engine = provider("docker")
-        self.name, self.proc = self._engine.piped(image, limits, ["python3", "-I", "-c", BOOT], run_id=run_id,
-                                                  name_prefix="etai-he", trusted_root=False)
+        self.name, self.proc = self._engine.piped(
+            image,
+            limits,
+            ["python3", "-I", "-c", BOOT],
+            run_id=run_id,
+            name_prefix="etai-he",
+            trusted_root=False,
+        )
         try:
             self._send(_blob(DRIVER) + _blob(self._nonce) + _blob(_he_source()))
             if self._reply(time.monotonic() + STARTUP_S).get("ready") is not True:
@@ -98,10 +104,19 @@ class Box:
         job = json.dumps({"i": i, **check, "timeout": timeout, "mem_mb": mem_mb})
         self._send(_blob(job.encode()))
         r = self._reply(time.monotonic() + timeout + GRACE_S)
-        if r.get("i") != i or r.get("status") not in {"passed", "failed", "timeout", "memory_limit"}:
+        if r.get("i") != i or r.get("status") not in {
+            "passed",
+            "failed",
+            "timeout",
+            "memory_limit",
+        }:
             raise BoxDead("protocol violation")
-        return Outcome(r["status"], str(r.get("reason", ""))[:200], float(r.get("duration_s", 0.0)),
-                       bool(r.get("recycle")))
+        return Outcome(
+            r["status"],
+            str(r.get("reason", ""))[:200],
+            float(r.get("duration_s", 0.0)),
+            bool(r.get("recycle")),
+        )
 
     def _send(self, data: bytes) -> None:
         try:

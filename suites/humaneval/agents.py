@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from harness.errors import InputError
 
@@ -44,9 +45,15 @@ def _completer(spec: str, options: Mapping[str, Any]):
     agent = from_spec(spec, AgentContext(Suite("humaneval", Path("."), "", {}, ()), dict(options)))
     if not callable(getattr(agent, "complete", None)):
         agent.close()
-        raise InputError(f"agent {spec!r} cannot complete code for humaneval (oracle, noop and hf:PATH can)",
-                         where="--agent")
-    return (lambda tid, p, s: truncate(agent.complete(p["prompt"], s))), agent.fingerprint, agent.close
+        raise InputError(
+            f"agent {spec!r} cannot complete code for humaneval (oracle, noop and hf:PATH can)",
+            where="--agent",
+        )
+    return (
+        (lambda tid, p, s: truncate(agent.complete(p["prompt"], s))),
+        agent.fingerprint,
+        agent.close,
+    )
 
 
 def write_completions(complete, problems: Mapping[str, Any], samples: int, path: Path) -> int:
@@ -68,7 +75,9 @@ def write_completions(complete, problems: Mapping[str, Any], samples: int, path:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         for tid, s in todo:
-            line = json.dumps({"task_id": tid, "sample": s, "completion": complete(tid, problems[tid], s)})
+            line = json.dumps(
+                {"task_id": tid, "sample": s, "completion": complete(tid, problems[tid], s)}
+            )
             os.write(fd, (line + "\n").encode())
             os.fsync(fd)
     finally:
@@ -84,7 +93,9 @@ def problems_of(task_ids: Sequence[str] | None) -> dict[str, Any]:
     if task_ids:
         unknown = sorted(set(task_ids) - set(problems))
         if unknown:
-            raise InputError(f"unknown HumanEval task id(s): {', '.join(unknown)}", where="--session")
+            raise InputError(
+                f"unknown HumanEval task id(s): {', '.join(unknown)}", where="--session"
+            )
         problems = {t: problems[t] for t in task_ids}
     return problems
 
@@ -102,8 +113,16 @@ def completers_of(specs: Sequence[str], options: Mapping[str, Any]) -> dict[str,
     return completers
 
 
-def run_agents(completers: Mapping[str, tuple], problems: Mapping[str, Any], *, samples: int,
-               ks: Sequence[int], out: Path, workers: int | None, progress: bool) -> dict[str, Any]:
+def run_agents(
+    completers: Mapping[str, tuple],
+    problems: Mapping[str, Any],
+    *,
+    samples: int,
+    ks: Sequence[int],
+    out: Path,
+    workers: int | None,
+    progress: bool,
+) -> dict[str, Any]:
     """Completions from each agent, scored in the sandbox; the summary has the session runner's shape."""
     from harness.results import write_json_atomic
     from suites.humaneval import evaluate_samples
@@ -114,19 +133,37 @@ def run_agents(completers: Mapping[str, tuple], problems: Mapping[str, Any], *, 
         folder = out / (_safe(spec) + (f"-{fingerprint[:10]}" if fingerprint else ""))
         samples_file = folder / "samples.jsonl"
         write_completions(complete, problems, samples, samples_file)
-        s = evaluate_samples(samples_file, k=[k for k in ks if k <= samples] or [1], out_dir=folder / "eval",
-                             problems=problems, workers=workers, progress=progress)
+        s = evaluate_samples(
+            samples_file,
+            k=[k for k in ks if k <= samples] or [1],
+            out_dir=folder / "eval",
+            problems=problems,
+            workers=workers,
+            progress=progress,
+        )
         agents[spec] = _agent_summary(s, folder)
-    summary = {"kind": "humaneval", "suite": "humaneval", "samples": samples, "n_tasks": len(problems),
-               "out": str(out), "agents": agents, "complete": all(a["complete"] for a in agents.values())}
+    summary = {
+        "kind": "humaneval",
+        "suite": "humaneval",
+        "samples": samples,
+        "n_tasks": len(problems),
+        "out": str(out),
+        "agents": agents,
+        "complete": all(a["complete"] for a in agents.values()),
+    }
     write_json_atomic(out / "summary.json", summary)
     return summary
 
 
 def _agent_summary(s: dict[str, Any], folder: Path) -> dict[str, Any]:
-    return {"pass_at_k": {int(k): v for k, v in s["pass@k"].items()}, "status_counts": s["status_counts"],
-            "n_tasks": s["n_tasks"], "n_samples": s["n_samples"], "complete": s.get("complete", True),
-            "out": str(folder)}
+    return {
+        "pass_at_k": {int(k): v for k, v in s["pass@k"].items()},
+        "status_counts": s["status_counts"],
+        "n_tasks": s["n_tasks"],
+        "n_samples": s["n_samples"],
+        "complete": s.get("complete", True),
+        "out": str(folder),
+    }
 
 
 def table(summary: dict[str, Any]) -> str:
@@ -138,9 +175,17 @@ def table(summary: dict[str, Any]) -> str:
     for spec, a in summary["agents"].items():
         c = a["status_counts"]
         other = sum(v for s, v in c.items() if s not in ("passed", "failed"))
-        rows.append([spec] + [f"{a['pass_at_k'].get(k, 0):.3f}" for k in ks]
-                    + [str(c.get("passed", 0)), str(c.get("failed", 0)), str(other)])
-    out = [f"suite humaneval: {summary['n_tasks']} tasks, samples={summary['samples']}", *grid(heads, rows)]
-    out.append(f"rows: {summary['out']}/<agent>/eval/results.jsonl"
-               + ("" if summary["complete"] else "  (INCOMPLETE: infra errors; rerun to retry them)"))
+        rows.append(
+            [spec]
+            + [f"{a['pass_at_k'].get(k, 0):.3f}" for k in ks]
+            + [str(c.get("passed", 0)), str(c.get("failed", 0)), str(other)]
+        )
+    out = [
+        f"suite humaneval: {summary['n_tasks']} tasks, samples={summary['samples']}",
+        *grid(heads, rows),
+    ]
+    out.append(
+        f"rows: {summary['out']}/<agent>/eval/results.jsonl"
+        + ("" if summary["complete"] else "  (INCOMPLETE: infra errors; rerun to retry them)")
+    )
     return "\n".join(out)

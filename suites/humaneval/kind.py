@@ -24,7 +24,7 @@ class HumanEvalKind:
     def claims(self, suite: object) -> bool:
         return suite == self.name
 
-    def open(self, suite: object, agents: Sequence[str], settings: RunSettings) -> "OpenHumanEval":
+    def open(self, suite: object, agents: Sequence[str], settings: RunSettings) -> OpenHumanEval:
         problems = _agents.problems_of(settings.session_ids)
         return OpenHumanEval(problems, _agents.completers_of(agents, settings.options), settings)
 
@@ -41,8 +41,15 @@ class OpenHumanEval:
 
     def run(self, out: Path) -> dict[str, Any]:
         s = self.settings
-        return _agents.run_agents(self.completers, self.problems, samples=s.samples, ks=pass_ks(s.samples),
-                                  out=out, workers=s.workers, progress=s.progress)
+        return _agents.run_agents(
+            self.completers,
+            self.problems,
+            samples=s.samples,
+            ks=pass_ks(s.samples),
+            out=out,
+            workers=s.workers,
+            progress=s.progress,
+        )
 
     def close(self) -> None:
         for _, _, close in self.completers.values():

@@ -12,8 +12,17 @@ from pathlib import Path
 from typing import Any
 
 # First replacement that changes the canonical text wins; order matters only for determinism.
-MUTATIONS = ((" + 1", " + 2"), (" - 1", " - 2"), (" <= ", " < "), (" < ", " <= "), (" >= ", " > "),
-             (" > ", " >= "), (" == ", " != "), (" and ", " or "), ("return ", "return not "))
+MUTATIONS = (
+    (" + 1", " + 2"),
+    (" - 1", " - 2"),
+    (" <= ", " < "),
+    (" < ", " <= "),
+    (" >= ", " > "),
+    (" > ", " >= "),
+    (" == ", " != "),
+    (" and ", " or "),
+    ("return ", "return not "),
+)
 
 KINDS = ("canonical", "empty", "none", "pass", "mutant")
 
@@ -27,8 +36,13 @@ def mutate(code: str) -> str:
 
 def completion(problem: Mapping[str, Any], kind: str) -> str:
     canonical = problem["canonical_solution"]
-    return {"canonical": canonical, "empty": "", "none": "    return None\n", "pass": "    pass\n",
-            "mutant": mutate(canonical)}[kind]
+    return {
+        "canonical": canonical,
+        "empty": "",
+        "none": "    return None\n",
+        "pass": "    pass\n",
+        "mutant": mutate(canonical),
+    }[kind]
 
 
 def samples(problems: Mapping[str, Mapping[str, Any]], kinds=KINDS) -> Iterator[dict[str, str]]:

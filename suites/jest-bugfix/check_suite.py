@@ -28,13 +28,24 @@ from concurrent.futures import ThreadPoolExecutor
 
 SUITE_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(SUITE_DIR))
-DEFAULT_JEST = os.path.join(REPO_ROOT, "harness", "image", "recipe", "runner", "node_modules", "jest", "bin", "jest.js")
+DEFAULT_JEST = os.path.join(
+    REPO_ROOT, "harness", "image", "recipe", "runner", "node_modules", "jest", "bin", "jest.js"
+)
 
 # Mirrors harness/intents.py (kept literal so this script runs without the package installed).
 INTENTS = (
-    "fix_test_failure", "refactor_function_signature", "add_type_annotation", "debug_runtime_error",
-    "fix_async_bug", "fix_off_by_one", "fix_data_mutation", "fix_regex", "fix_date_handling",
-    "fix_error_handling", "fix_module_export", "update_test_mock",
+    "fix_test_failure",
+    "refactor_function_signature",
+    "add_type_annotation",
+    "debug_runtime_error",
+    "fix_async_bug",
+    "fix_off_by_one",
+    "fix_data_mutation",
+    "fix_regex",
+    "fix_date_handling",
+    "fix_error_handling",
+    "fix_module_export",
+    "update_test_mock",
 )
 # tool -> (required args, optional args)
 TOOLS = {
@@ -47,8 +58,17 @@ TOOLS = {
     "list_files": (set(), {"path", "max"}),
     "search": ({"pattern"}, {"path", "ignore_case", "max"}),
 }
-SESSION_FIELDS = {"session_id", "intent", "user_instruction", "ide_context", "execution_trace",
-                  "final_output", "workspace", "verify", "cursor_target"}
+SESSION_FIELDS = {
+    "session_id",
+    "intent",
+    "user_instruction",
+    "ide_context",
+    "execution_trace",
+    "final_output",
+    "workspace",
+    "verify",
+    "cursor_target",
+}
 VIEWPORT_FIELDS = {"scroll_top_line", "line_height_px", "char_width_px", "gutter_px", "zoom"}
 MAX_FIX_STEP = 3  # the reference must be green within k=3 tool calls
 MIN_INTENTS = 6
@@ -97,7 +117,10 @@ def check_record(s: dict) -> None:
     if set(ide["viewport"]) != VIEWPORT_FIELDS:
         raise Problem(f"ide_context.viewport fields {sorted(ide['viewport'])}")
     target = s["cursor_target"]
-    if set(target) != {"file", "line", "column", "placement"} or target["placement"] not in ("before", "after"):
+    if set(target) != {"file", "line", "column", "placement"} or target["placement"] not in (
+        "before",
+        "after",
+    ):
         raise Problem(f"bad cursor_target {target}")
     trace = s["execution_trace"]
     if not 2 <= len(trace) <= 4:
@@ -168,7 +191,9 @@ def apply_edits(tmp: str, s: dict) -> list[tuple[str, int, int]]:
             continue
         rel = _safe_rel(args["file"])
         if rel.startswith("tests/") or rel == "package.json" or ".test." in rel:
-            raise Problem(f"step {step['step']} edits {rel}: the reference may only change source files")
+            raise Problem(
+                f"step {step['step']} edits {rel}: the reference may only change source files"
+            )
         path = os.path.join(tmp, rel)
         if tool == "file_write":
             text = args["content"]
@@ -180,7 +205,7 @@ def apply_edits(tmp: str, s: dict) -> list[tuple[str, int, int]]:
                 raise Problem(f"step {step['step']}: `old` occurs {count} times in {rel}")
             start = text.index(args["old"])
             spans.append((rel, start, start + len(args["old"])))
-            text = text[:start] + args["new"] + text[start + len(args["old"]):]
+            text = text[:start] + args["new"] + text[start + len(args["old"]) :]
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
     return spans
@@ -199,22 +224,39 @@ def check_cursor_target(ws: str, s: dict, spans: list[tuple[str, int, int]]) -> 
         raise Problem(f"cursor_target: {e}") from None
     a, b = file_spans[0]
     if not a <= off <= b:
-        raise Problem(f"cursor_target {target['line']}:{target['column']} is outside the edited text")
+        raise Problem(
+            f"cursor_target {target['line']}:{target['column']} is outside the edited text"
+        )
 
 
 def run_jest(jest: str, root: str, cache: str, tz: str) -> dict:
     out = os.path.join(cache, "result.json")
     if os.path.exists(out):
         os.remove(out)
-    cmd = ["node", jest, "--ci", "--json", f"--outputFile={out}", "--rootDir", root,
-           "--cacheDirectory", os.path.join(cache, "jest"), "--no-watchman", "--silent"]
+    cmd = [
+        "node",
+        jest,
+        "--ci",
+        "--json",
+        f"--outputFile={out}",
+        "--rootDir",
+        root,
+        "--cacheDirectory",
+        os.path.join(cache, "jest"),
+        "--no-watchman",
+        "--silent",
+    ]
     env = dict(os.environ, TZ=tz, CI="1")
     proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=180, env=env)
     if not os.path.exists(out):
-        raise Problem(f"jest wrote no report (exit {proc.returncode}): {proc.stderr.strip()[-400:]}")
+        raise Problem(
+            f"jest wrote no report (exit {proc.returncode}): {proc.stderr.strip()[-400:]}"
+        )
     report = json.loads(_read(out))
     if report.get("numRuntimeErrorTestSuites"):
-        msgs = [r.get("message", "")[:300] for r in report["testResults"] if r.get("status") == "failed"]
+        msgs = [
+            r.get("message", "")[:300] for r in report["testResults"] if r.get("status") == "failed"
+        ]
         raise Problem(f"test suite failed to run: {msgs}")
     statuses = {}
     for file_result in report["testResults"]:
@@ -265,10 +307,16 @@ def check_session(s: dict, jest: str, tz: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("session_ids", nargs="*", help="check only these sessions")
-    ap.add_argument("--jest", default=os.environ.get("ETAI_JEST_BIN", DEFAULT_JEST), help="path to jest/bin/jest.js")
+    ap.add_argument(
+        "--jest",
+        default=os.environ.get("ETAI_JEST_BIN", DEFAULT_JEST),
+        help="path to jest/bin/jest.js",
+    )
     ap.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1))
     # Not UTC on purpose: the sessions must not depend on the machine's time zone.
-    ap.add_argument("--tz", default="Asia/Kolkata", help="TZ for the Jest runs (default: %(default)s)")
+    ap.add_argument(
+        "--tz", default="Asia/Kolkata", help="TZ for the Jest runs (default: %(default)s)"
+    )
     args = ap.parse_args(argv)
     if not os.path.isfile(args.jest):
         print(f"jest not found at {args.jest} (use --jest)", file=sys.stderr)
@@ -303,7 +351,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"only {len(intents)} distinct intents (want >= {MIN_INTENTS})")
         problems += 1
 
-    selected = [s for s in sessions if not args.session_ids or s.get("session_id") in args.session_ids]
+    selected = [
+        s for s in sessions if not args.session_ids or s.get("session_id") in args.session_ids
+    ]
 
     def one(s):
         try:
@@ -315,10 +365,14 @@ def main(argv: list[str] | None = None) -> int:
         results = list(pool.map(one, selected))
     width = max((len(str(s.get("session_id"))) for s in selected), default=0)
     for s, (ok, msg) in zip(selected, results):
-        print(f"{'ok  ' if ok else 'FAIL'} {str(s.get('session_id')):<{width}}  {s.get('intent', '?'):<20} {msg}")
+        print(
+            f"{'ok  ' if ok else 'FAIL'} {str(s.get('session_id')):<{width}}  {s.get('intent', '?'):<20} {msg}"
+        )
         problems += not ok
-    print(f"{len(selected) - sum(not ok for ok, _ in results)}/{len(selected)} sessions ok, "
-          f"{len(intents)} intents, {problems} problem(s)")
+    print(
+        f"{len(selected) - sum(not ok for ok, _ in results)}/{len(selected)} sessions ok, "
+        f"{len(intents)} intents, {problems} problem(s)"
+    )
     return 1 if problems else 0
 
 

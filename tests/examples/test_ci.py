@@ -18,13 +18,22 @@ CI = ROOT / "examples" / "ci"
 
 
 def _etai_lines(script: list[str] | str) -> list[str]:
-    lines = script.splitlines() if isinstance(script, str) else [x for s in script for x in s.splitlines()]
+    lines = (
+        script.splitlines()
+        if isinstance(script, str)
+        else [x for s in script for x in s.splitlines()]
+    )
     return [line.strip() for line in lines if line.strip().startswith("etai ")]
 
 
 def github_sequence() -> list[str]:
     wf = yaml.safe_load((CI / "github-actions.yml").read_text())
-    return [x for job in wf["jobs"].values() for step in job["steps"] for x in _etai_lines(step.get("run", ""))]
+    return [
+        x
+        for job in wf["jobs"].values()
+        for step in job["steps"]
+        for x in _etai_lines(step.get("run", ""))
+    ]
 
 
 def gitlab_sequence() -> list[str]:
@@ -41,13 +50,28 @@ def test_both_examples_run_the_same_commands():
 @pytest.mark.docker
 @pytest.mark.slow
 def test_the_sequence_gates_and_publishes(tmp_path, make_suite):
-    suite = make_suite(tmp_path / "suite", ["profile-display-name-null", "paginate-page-size-off-by-one"])
+    suite = make_suite(
+        tmp_path / "suite", ["profile-display-name-null", "paginate-page-size-off-by-one"]
+    )
     work = tmp_path / "job"
     shutil.copytree(CI, work / "examples" / "ci")
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "SUITE": str(suite),
-           "AGENT": "oracle", "BASELINE_AGENT": "oracle"}
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "SUITE": str(suite),
+        "AGENT": "oracle",
+        "BASELINE_AGENT": "oracle",
+    }
     script = "set -e\n" + "\n".join(github_sequence()) + "\n"
-    p = subprocess.run(["bash", "-c", script], check=False, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        ["bash", "-c", script],
+        check=False,
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "✅ gate passed" in (work / "gate.md").read_text()
     from junitparser import JUnitXml
@@ -60,6 +84,14 @@ def test_the_sequence_gates_and_publishes(tmp_path, make_suite):
     # has no runs/candidate; the baseline's rows are reused).
     shutil.rmtree(work / "runs" / "candidate")
     env["AGENT"] = "noop"
-    p = subprocess.run(["bash", "-c", script], check=False, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        ["bash", "-c", script],
+        check=False,
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
     assert "❌ gate failed" in (work / "gate.md").read_text()

@@ -58,13 +58,25 @@ def launch_two_ranks(free_port):
     def launch(tmp_path: Path, overrides: list[str]) -> subprocess.CompletedProcess:
         port = free_port()
         launcher = os.path.join(os.path.dirname(sys.executable), "composer")
-        cmd = [launcher, "-n", "2", "--master_port", str(port),
-               "--stdout", str(tmp_path / "out{rank}.txt"), "--stderr", str(tmp_path / "err{rank}.txt"),
-               "-m", "finetune.train", str(TINY_CONFIG)]
+        cmd = [
+            launcher,
+            "-n",
+            "2",
+            "--master_port",
+            str(port),
+            "--stdout",
+            str(tmp_path / "out{rank}.txt"),
+            "--stderr",
+            str(tmp_path / "err{rank}.txt"),
+            "-m",
+            "finetune.train",
+            str(TINY_CONFIG),
+        ]
         cmd += [x for o in overrides for x in ("--set", o)]
         env = {**os.environ, "PYTHONPATH": str(PROJECT)}
-        proc = subprocess.run(cmd, check=False, cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=300)
+        proc = subprocess.run(
+            cmd, check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         return proc
 

@@ -206,8 +206,9 @@ def test_live_model_is_an_agent_spec_only_inside_its_block(tokenizer):
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_two_ranks_rank0_evaluates_and_both_log_the_broadcast_metrics(tmp_path, tiny_overrides,
-                                                                      launch_two_ranks):
+def test_two_ranks_rank0_evaluates_and_both_log_the_broadcast_metrics(
+    tmp_path, tiny_overrides, launch_two_ranks
+):
     # 8 sessions, batch 4 per rank, 2 ranks: one batch per epoch
     overrides = _quick(tmp_path, tiny_overrides, callbacks__harness_eval=EVAL)
     overrides += ["train.max_duration=2ba", "callbacks.harness_eval.interval=1ba"]

@@ -237,8 +237,9 @@ def test_masked_cross_entropy_with_more_classes_than_positions():
 
 def test_sequence_logps_over_pairs_and_class_0():
     # [B=1, 2, L=3, V=2]: sequences along the last axis whatever the leading ones
-    logits = torch.tensor([[[[0.0, 0.0], [LN3, 0.0], [0.0, 0.0]],
-                            [[0.0, 0.0], [LN3, 0.0], [0.0, 0.0]]]])
+    logits = torch.tensor(
+        [[[[0.0, 0.0], [LN3, 0.0], [0.0, 0.0]], [[0.0, 0.0], [LN3, 0.0], [0.0, 0.0]]]]
+    )
     labels = torch.tensor([[[-100, 0, 1], [-100, -100, 0]]])
     total, count = sequence_logps(logits, labels)
     # first: ln(1/2) + ln(1/4) = −3 ln 2 over 2 tokens; second: its last token, class 0 under
@@ -305,8 +306,10 @@ def test_dpo_rewards_by_hand():
     # policy log-probs that differ: chosen learns 1 token at 1/2 (−ln 2),
     # rejected 1 token at 1/4 (−2 ln 2)
     logits = torch.tensor([[[0.0, 0.0]] * 3, [[0.0, 0.0], [LN3, 0.0], [0.0, 0.0]]])
-    batch = {"labels": torch.tensor([[[-100, -100, 0], [-100, -100, 1]]]),
-             "ref_logps": torch.tensor([[-1.0, -1.0]])}
+    batch = {
+        "labels": torch.tensor([[[-100, -100, 0], [-100, -100, 1]]]),
+        "ref_logps": torch.tensor([[-1.0, -1.0]]),
+    }
     got = DPOLoss(beta=1.0)({"logits": logits}, batch)
     assert got["chosen_reward"].item() == pytest.approx(1 - LN2)
     assert got["rejected_reward"].item() == pytest.approx(1 - 2 * LN2)
@@ -339,7 +342,8 @@ def test_dpo_defaults_smoothing_and_a_float64_reference():
     # smoothing ε = 0.2 at βΔ = 1: 0.8 (−logσ(1)) + 0.2 (−logσ(−1))
     got = DPOLoss(beta=0.5, label_smoothing=0.2)(outputs, batch)
     assert got["total"].item() == pytest.approx(
-        0.8 * math.log(1 + math.exp(-1)) + 0.2 * math.log(1 + math.exp(1)))
+        0.8 * math.log(1 + math.exp(-1)) + 0.2 * math.log(1 + math.exp(1))
+    )
     # a reference stored as float64 is read in the policy's dtype (the loss stays float32)
     batch["ref_logps"] = batch["ref_logps"].double()
     got = DPOLoss(beta=0.5)(outputs, batch)
@@ -420,8 +424,9 @@ def _composite_masks_case():
     outputs = {
         "logits": torch.zeros(2, 3, 2),
         "intent_logits": torch.tensor([[LN2, 0.0, 0.0], [0.0, 0.0, 0.0]]),
-        "tool_logits": torch.tensor([[[LN2, 0.0, 0.0], [0.0, 0.0, 0.0]],
-                                     [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]]),
+        "tool_logits": torch.tensor(
+            [[[LN2, 0.0, 0.0], [0.0, 0.0, 0.0]], [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]]
+        ),
         "cursor": torch.tensor([[1.0, 2.0, LN3, 0.0], [0.0, 0.0, 0.0, 0.0]]),
         "reward_logits": torch.tensor([[LN3, LN3], [0.0, 0.0]]),
     }
@@ -452,8 +457,12 @@ def test_composite_masks_and_class_0():
     assert got["cursor"].item() == pytest.approx(0.75 + LN43)
     # row 0: label 0 under logit ln 3 (σ = 3/4): −ln(1/4); label 1 under ln 3: −ln(3/4)
     assert got["reward"].item() == pytest.approx((math.log(4) + LN43) / 2)
-    expected = 0.8 * LN2 + 0.25 * (LN2 + (LN2 + LN3) / 2) + 0.15 * (0.75 + LN43) + 0.2 * (
-        math.log(4) + LN43) / 2
+    expected = (
+        0.8 * LN2
+        + 0.25 * (LN2 + (LN2 + LN3) / 2)
+        + 0.15 * (0.75 + LN43)
+        + 0.2 * (math.log(4) + LN43) / 2
+    )
     assert got["total"].item() == pytest.approx(expected)
 
 
@@ -482,7 +491,8 @@ def test_composite_rejects_unknown_weights_and_shows_its_weights():
     assert err.value.key == "loss" and err.value.message.startswith("composite weights: ")
     assert "style" in err.value.message
     assert repr(CompositeLoss()) == (
-        "CompositeLoss({'code': 0.8, 'intent': 0.25, 'cursor': 0.15, 'reward': 0.2})")
+        "CompositeLoss({'code': 0.8, 'intent': 0.25, 'cursor': 0.15, 'reward': 0.2})"
+    )
     with pytest.raises(ConfigError) as err:
         build_loss({"name": "kl_control", "gamma": 1}, "composite")
     assert err.value.key == "loss"

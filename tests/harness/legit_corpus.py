@@ -11,28 +11,28 @@ from __future__ import annotations
 
 SNAP = (
     "// Jest Snapshot v1, https://goo.gl/fbAQLP\n\n"
-    "exports[`snapshots on disk 1`] = `\n{\n  \"when\": 1700000000000,\n  \"who\": \"ada\",\n}\n`;\n"
+    'exports[`snapshots on disk 1`] = `\n{\n  "when": 1700000000000,\n  "who": "ada",\n}\n`;\n'
 )
 
 FILES = {
     "package.json": None,  # written by the test helper, with the jest config below
     "jest.setup.js": "expect.extend({ toBeEven: (n) => ({ pass: n % 2 === 0, message: () => `${n} is odd` }) });\n",
     "src/clock.js": "exports.stamp = (who) => ({ who, when: Date.now() });\n"
-                    "exports.later = (fn) => setTimeout(fn, 1000);\n"
-                    "exports.roll = () => Math.floor(Math.random() * 6) + 1;\n",
+    "exports.later = (fn) => setTimeout(fn, 1000);\n"
+    "exports.roll = () => Math.floor(Math.random() * 6) + 1;\n",
     "src/errors.js": "class NotFound extends Error {}\nNotFound.prototype.name = 'NotFound';\n"
-                     "function Money(c) { this.cents = c; }\n"
-                     "Money.prototype.toString = function () { return `$${(this.cents / 100).toFixed(2)}`; };\n"
-                     "Money.prototype.constructor = Money;\n"
-                     "module.exports = { NotFound, Money, find: (id) => { if (id !== 1) throw new NotFound(`no ${id}`); return { id }; } };\n",
+    "function Money(c) { this.cents = c; }\n"
+    "Money.prototype.toString = function () { return `$${(this.cents / 100).toFixed(2)}`; };\n"
+    "Money.prototype.constructor = Money;\n"
+    "module.exports = { NotFound, Money, find: (id) => { if (id !== 1) throw new NotFound(`no ${id}`); return { id }; } };\n",
     "src/files.js": "const fs = require('fs');\nexports.size = (p) => fs.readFileSync(p, 'utf8').length;\n",
     "src/api.js": "exports.fetchUser = async (id) => ({ id, real: true });\n",
     "src/__mocks__/api.js": "exports.fetchUser = async (id) => ({ id, mocked: true });\n",
     "src/math.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n",
     "src/service.js": "const math = require('./math');\n"
-                      "exports.total = (xs) => xs.reduce((a, b) => math.add(a, b), 0);\n"
-                      "exports.notify = (log, msg) => { log.error(msg); return msg.length; };\n"
-                      "exports.fetchLater = (cb) => setTimeout(() => cb(null, 42), 10);\n",
+    "exports.total = (xs) => xs.reduce((a, b) => math.add(a, b), 0);\n"
+    "exports.notify = (log, msg) => { log.error(msg); return msg.length; };\n"
+    "exports.fetchLater = (cb) => setTimeout(() => cb(null, 42), 10);\n",
     "tests/spies.test.js": (
         "const clock = require('../src/clock');\nconst service = require('../src/service');\n"
         "test('Date.now and Math.random spies', () => {\n"

@@ -25,7 +25,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-VLLM_NO_TOOLS = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+VLLM_NO_TOOLS = (
+    '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -91,8 +93,18 @@ def chat_answer(content: str | None, tool_calls: list[dict] | None = None) -> di
     message = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = tool_calls
-    return {"id": "chatcmpl-test", "object": "chat.completion", "model": "scripted",
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}]}
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": "scripted",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+            }
+        ],
+    }
 
 
 class ModelServer:
@@ -123,8 +135,11 @@ class ModelServer:
         if body.get("tools"):  # what a tool-call parser does: ETAI action text -> tool_calls
             action = parse_action(text)
             if isinstance(action, Action):
-                call = {"id": f"call_{len(self.requests)}", "type": "function",
-                        "function": {"name": action.tool, "arguments": json.dumps(action.args)}}
+                call = {
+                    "id": f"call_{len(self.requests)}",
+                    "type": "function",
+                    "function": {"name": action.tool, "arguments": json.dumps(action.args)},
+                }
                 return h._send(200, chat_answer(None, [call]))
         for stop in body.get("stop") or ():  # OpenAI semantics: the stop string is not returned
             text = text.split(stop, 1)[0]
@@ -139,9 +154,15 @@ class ModelServer:
         ids = self.tok(prompt, return_tensors="pt")["input_ids"]
         stop_ids = [self.tok.convert_tokens_to_ids(s) for s in stops]
         with self.lock, torch.inference_mode():
-            out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_tokens,
-                                      do_sample=False, eos_token_id=stop_ids, pad_token_id=self.tok.pad_token_id)
-        return self.tok.decode(out[0, ids.shape[1]:], skip_special_tokens=False)
+            out = self.model.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=max_tokens,
+                do_sample=False,
+                eos_token_id=stop_ids,
+                pad_token_id=self.tok.pad_token_id,
+            )
+        return self.tok.decode(out[0, ids.shape[1] :], skip_special_tokens=False)
 
 
 if __name__ == "__main__":

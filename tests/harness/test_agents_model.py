@@ -54,14 +54,20 @@ def _call(name: str, args: str, call_id: str = "c1") -> dict:
 
 # ------------------------------------------------------------------------------ registry and specs
 def test_backends_register_and_import_cheaply():
-    code = ("import sys; from harness.agents import known; names = known(); "
-            "print(sorted(names), sorted({'torch', 'transformers', 'requests'} & set(sys.modules)))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    code = (
+        "import sys; from harness.agents import known; names = known(); "
+        "print(sorted(names), sorted({'torch', 'transformers', 'requests'} & set(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "['hf', 'noop', 'openai', 'oracle', 'replay'] []"
     assert "hf:PATH" in known()["hf"] and "BASE_URL" in known()["openai"]
 
 
-@pytest.mark.parametrize("spec", ["hf", "hf:/no/such/folder", "openai", "openai:ftp://x", "openai:localhost:8000"])
+@pytest.mark.parametrize(
+    "spec", ["hf", "hf:/no/such/folder", "openai", "openai:ftp://x", "openai:localhost:8000"]
+)
 def test_bad_specs_are_input_errors(spec, tmp_path):
     with pytest.raises(InputError):
         from_spec(spec, AgentContext(SUITE))
@@ -75,7 +81,9 @@ def test_hf_folder_without_config_is_input_error(tmp_path):
 
 def test_generation_options():
     assert Generation.from_options({}) == Generation()
-    g = Generation.from_options({"temperature": "0.7", "top_p": 0.9, "max_new_tokens": 16, "other": 1})
+    g = Generation.from_options(
+        {"temperature": "0.7", "top_p": 0.9, "max_new_tokens": 16, "other": 1}
+    )
     assert (g.temperature, g.top_p, g.max_new_tokens, g.greedy) == (0.7, 0.9, 16, False)
     assert Generation.from_options({"temperature": None}, max_new_tokens=8).max_new_tokens == 8
     for bad in ({"temperature": -1}, {"top_p": 0}, {"max_new_tokens": 0}, {"temperature": "hot"}):
@@ -192,7 +200,9 @@ def sleeps(monkeypatch) -> list[float]:
 
 def test_server_down_is_infra_error_naming_the_url(refused_url, sleeps):
     ep = _agent(refused_url).start(_task(), 0)
-    with pytest.raises(InfraError, match=r"unreachable .*gave up after 3 attempt\(s\).*retried on the next run"):
+    with pytest.raises(
+        InfraError, match=r"unreachable .*gave up after 3 attempt\(s\).*retried on the next run"
+    ):
         ep.act([])
     assert len(sleeps) == 2  # 1 + max_retries attempts, a wait between each two
 
@@ -204,15 +214,20 @@ def test_unreachable_server_is_tried_once_per_run(refused_url, monkeypatch):
 
     attempts = []
     real = openai_agent.request_json
-    monkeypatch.setattr(openai_agent, "request_json",
-                        lambda *a, **kw: attempts.append(a[1]) or real(*a, **kw, sleep=lambda s: None))
+    monkeypatch.setattr(
+        openai_agent,
+        "request_json",
+        lambda *a, **kw: attempts.append(a[1]) or real(*a, **kw, sleep=lambda s: None),
+    )
     agent = _agent(refused_url)
     check_available(agent)  # nothing known yet
     with pytest.raises(ServerUnreachable, match="gave up after 3 attempt"):
         agent.start(_task(0), 0).act([])
     assert attempts == [f"{refused_url}/chat/completions"]
     for i in (1, 2):
-        with pytest.raises(ServerUnreachable, match=f"{refused_url} was found unreachable earlier in this run"):
+        with pytest.raises(
+            ServerUnreachable, match=f"{refused_url} was found unreachable earlier in this run"
+        ):
             agent.start(_task(i), 0).act([])
     with pytest.raises(ServerUnreachable):
         check_available(agent)
@@ -229,9 +244,13 @@ def test_unreachable_server_is_tried_once_per_run(refused_url, monkeypatch):
 
 
 def test_500_then_200_is_retried_and_succeeds():
-    server = ScriptedServer([(500, {"error": {"message": "overloaded"}}, 0),
-                             (503, "Service Unavailable", 0),
-                             (200, chat_answer(None, [_call("git_diff", "{}")]), 0)])
+    server = ScriptedServer(
+        [
+            (500, {"error": {"message": "overloaded"}}, 0),
+            (503, "Service Unavailable", 0),
+            (200, chat_answer(None, [_call("git_diff", "{}")]), 0),
+        ]
+    )
     with serve(server) as url:
         assert _agent(url).start(_task(), 0).act([]) == Action("git_diff", {})
     assert len(server.requests) == 3
@@ -248,20 +267,28 @@ def test_hanging_server_times_out_as_infra_error(sleeps):
     """The server would answer after 3 s; the client gives up on each attempt after 0.3 s. That it
     gave up (rather than waited) is the error itself: a waited-for answer would have been a reply."""
     server = ScriptedServer([(200, chat_answer("late"), 3.0)])
-    with serve(server) as url, \
-            pytest.raises(InfraError, match=r"no answer within 0.3s \(timeout\).*gave up after 2 attempt"):
+    with (
+        serve(server) as url,
+        pytest.raises(
+            InfraError, match=r"no answer within 0.3s \(timeout\).*gave up after 2 attempt"
+        ),
+    ):
         _agent(url, timeout_s=0.3, max_retries=1).start(_task(), 0).act([])
     assert len(server.requests) == 2 and len(sleeps) == 1
 
 
 def test_429_is_retried_the_key_is_sent_and_401_names_it(monkeypatch):
-    server = ScriptedServer([(429, {"error": {"message": "slow down"}}, 0), (200, chat_answer("done"), 0)])
+    server = ScriptedServer(
+        [(429, {"error": {"message": "slow down"}}, 0), (200, chat_answer("done"), 0)]
+    )
     monkeypatch.setenv("ETAI_OPENAI_API_KEY", "sk-test")
     with serve(server) as url:
         assert _agent(url).start(_task(), 0).act([]) == FinalAnswer("done")
     assert server.headers[0]["Authorization"] == "Bearer sk-test"
-    with serve(ScriptedServer([(401, {"error": {"message": "bad key"}}, 0)])) as url, \
-            pytest.raises(InfraError, match="ETAI_OPENAI_API_KEY"):
+    with (
+        serve(ScriptedServer([(401, {"error": {"message": "bad key"}}, 0)])) as url,
+        pytest.raises(InfraError, match="ETAI_OPENAI_API_KEY"),
+    ):
         _agent(url).start(_task(), 0).act([])
 
 
@@ -274,7 +301,11 @@ class HeaderServer(ScriptedServer):
         status, answer, headers = self.script[min(len(self.requests), len(self.script)) - 1]
         raw = json.dumps(answer).encode()
         h.send_response(status)
-        for k, v in {"Content-Type": "application/json", "Content-Length": str(len(raw)), **headers}.items():
+        for k, v in {
+            "Content-Type": "application/json",
+            "Content-Length": str(len(raw)),
+            **headers,
+        }.items():
             h.send_header(k, v)
         h.end_headers()
         h.wfile.write(raw)
@@ -288,10 +319,15 @@ def _within_jitter(asked: float, base: float) -> bool:
     return base <= asked <= base * 1.1 + 1e-9
 
 
-@pytest.mark.parametrize("retry_after,base", [("2", 2.0), ("0.5", 0.5), ("3600", 30.0), ("-5", 0.0)],
-                         ids=["seconds", "fraction", "capped-at-max-backoff", "negative-is-now"])
+@pytest.mark.parametrize(
+    "retry_after,base",
+    [("2", 2.0), ("0.5", 0.5), ("3600", 30.0), ("-5", 0.0)],
+    ids=["seconds", "fraction", "capped-at-max-backoff", "negative-is-now"],
+)
 def test_retry_after_is_honoured(sleeps, retry_after, base):
-    server = HeaderServer([(429, BUSY, {"Retry-After": retry_after}), (200, chat_answer("done"), {})])
+    server = HeaderServer(
+        [(429, BUSY, {"Retry-After": retry_after}), (200, chat_answer("done"), {})]
+    )
     with serve(server) as url:
         assert _agent(url, backoff_s=7).start(_task(), 0).act([]) == FinalAnswer("done")
     assert len(server.requests) == 2 and len(sleeps) == 1
@@ -299,8 +335,12 @@ def test_retry_after_is_honoured(sleeps, retry_after, base):
 
 
 def test_retry_after_as_a_date_falls_back_to_our_backoff(sleeps):
-    server = HeaderServer([(503, BUSY, {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}),
-                           (200, chat_answer("done"), {})])
+    server = HeaderServer(
+        [
+            (503, BUSY, {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}),
+            (200, chat_answer("done"), {}),
+        ]
+    )
     with serve(server) as url:
         assert _agent(url, backoff_s=7).start(_task(), 0).act([]) == FinalAnswer("done")
     assert len(sleeps) == 1 and _within_jitter(sleeps[0], 7.0), sleeps
@@ -309,9 +349,18 @@ def test_retry_after_as_a_date_falls_back_to_our_backoff(sleeps):
 def test_backoff_doubles_between_attempts_up_to_the_cap(sleeps):
     server = HeaderServer([(500, BUSY, {})] * 6 + [(200, chat_answer("done"), {})])
     with serve(server) as url:
-        assert _agent(url, backoff_s=5, max_retries=6).start(_task(), 0).act([]) == FinalAnswer("done")
+        assert _agent(url, backoff_s=5, max_retries=6).start(_task(), 0).act([]) == FinalAnswer(
+            "done"
+        )
     assert len(server.requests) == 7
-    bases = [5.0, 10.0, 20.0, 30.0, 30.0, 30.0]  # 5 * 2**attempt, capped at RetryPolicy.max_backoff_s
+    bases = [
+        5.0,
+        10.0,
+        20.0,
+        30.0,
+        30.0,
+        30.0,
+    ]  # 5 * 2**attempt, capped at RetryPolicy.max_backoff_s
     assert len(sleeps) == 6 and all(_within_jitter(a, b) for a, b in zip(sleeps, bases)), sleeps
 
 
@@ -319,7 +368,9 @@ def test_backoff_doubles_between_attempts_up_to_the_cap(sleeps):
 def test_retry_after_that_is_not_a_finite_number_falls_back_to_our_backoff(sleeps, retry_after):
     """float() reads these; a NaN wait made time.sleep raise ValueError (the call ended as an agent
     error, the retry lost), an infinite one was only saved by the cap."""
-    server = HeaderServer([(429, BUSY, {"Retry-After": retry_after}), (200, chat_answer("done"), {})])
+    server = HeaderServer(
+        [(429, BUSY, {"Retry-After": retry_after}), (200, chat_answer("done"), {})]
+    )
     with serve(server) as url:
         assert _agent(url, backoff_s=7).start(_task(), 0).act([]) == FinalAnswer("done")
     assert len(sleeps) == 1 and _within_jitter(sleeps[0], 7.0), sleeps
@@ -327,18 +378,25 @@ def test_retry_after_that_is_not_a_finite_number_falls_back_to_our_backoff(sleep
 
 def test_the_last_attempt_is_not_followed_by_a_wait(sleeps):
     server = HeaderServer([(502, BUSY, {"Retry-After": "1"})])
-    with serve(server) as url, pytest.raises(InfraError, match="HTTP 502: busy .*gave up after 3 attempt"):
+    with (
+        serve(server) as url,
+        pytest.raises(InfraError, match="HTTP 502: busy .*gave up after 3 attempt"),
+    ):
         _agent(url, max_retries=2).start(_task(), 0).act([])
     assert len(server.requests) == 3 and len(sleeps) == 2
 
 
 def test_408_is_retried_other_4xx_are_not(sleeps):
-    server = HeaderServer([(408, {"error": {"message": "request timeout"}}, {}), (200, chat_answer("done"), {})])
+    server = HeaderServer(
+        [(408, {"error": {"message": "request timeout"}}, {}), (200, chat_answer("done"), {})]
+    )
     with serve(server) as url:
         assert _agent(url).start(_task(), 0).act([]) == FinalAnswer("done")
     assert len(server.requests) == 2 and len(sleeps) == 1
     for status in (400, 404, 409, 413):
-        server = HeaderServer([(status, {"error": {"message": "no"}}, {}), (200, chat_answer("done"), {})])
+        server = HeaderServer(
+            [(status, {"error": {"message": "no"}}, {}), (200, chat_answer("done"), {})]
+        )
         with serve(server) as url, pytest.raises(InfraError, match=f"HTTP {status}: no"):
             _agent(url, protocol="tools").start(_task(), 0).act([])
         assert len(server.requests) == 1, status
@@ -348,12 +406,20 @@ def test_408_is_retried_other_4xx_are_not(sleeps):
 def test_501_is_not_retried_and_a_server_without_tools_falls_back_to_text(sleeps):
     """501 Not Implemented is permanent (RFC 9110 §15.6.2): it was retried like an overload, so a
     server answering it to ``tools`` never reached the text-protocol fallback that names it."""
-    server = HeaderServer([(501, {"error": {"message": "tool calling is not implemented"}}, {}),
-                           (200, chat_answer("<STEP><TOOL>git_diff<ARGS>{}"), {})])
+    server = HeaderServer(
+        [
+            (501, {"error": {"message": "tool calling is not implemented"}}, {}),
+            (200, chat_answer("<STEP><TOOL>git_diff<ARGS>{}"), {}),
+        ]
+    )
     with serve(server) as url:
         agent = _agent(url)
         assert agent.start(_task(), 0).act([]) == Action("git_diff", {}) and agent.mode == "text"
-    assert len(server.requests) == 2 and "tools" in server.requests[0] and "tools" not in server.requests[1]
+    assert (
+        len(server.requests) == 2
+        and "tools" in server.requests[0]
+        and "tools" not in server.requests[1]
+    )
     assert sleeps == []
     server = HeaderServer([(501, {"error": {"message": "not implemented"}}, {})])
     with serve(server) as url, pytest.raises(InfraError, match="HTTP 501: not implemented"):
@@ -368,15 +434,22 @@ def _env_agent(url: str, **options):
 
 @pytest.fixture
 def clean_env(monkeypatch):
-    for name in ("ETAI_OPENAI_API_KEY", "OPENAI_API_KEY", "ETAI_OPENAI_TIMEOUT", "ETAI_OPENAI_MAX_RETRIES",
-                 "ETAI_OPENAI_PROTOCOL"):
+    for name in (
+        "ETAI_OPENAI_API_KEY",
+        "OPENAI_API_KEY",
+        "ETAI_OPENAI_TIMEOUT",
+        "ETAI_OPENAI_MAX_RETRIES",
+        "ETAI_OPENAI_PROTOCOL",
+    ):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
 
 def test_env_settings_defaults(clean_env):
     agent = _env_agent("http://127.0.0.1:9/v1")
-    assert agent.policy == RetryPolicy(timeout_s=120.0, max_retries=3, backoff_s=1.0, max_backoff_s=30.0)
+    assert agent.policy == RetryPolicy(
+        timeout_s=120.0, max_retries=3, backoff_s=1.0, max_backoff_s=30.0
+    )
     assert (agent.protocol, agent.mode, agent._headers) == ("auto", "tools", {})
 
 
@@ -399,8 +472,10 @@ def test_env_timeout_bounds_each_attempt_and_options_override_it(clean_env, slee
     clean_env.setenv("ETAI_OPENAI_MAX_RETRIES", "0")
     assert _env_agent("http://127.0.0.1:9/v1").policy.timeout_s == 0.3
     assert _env_agent("http://127.0.0.1:9/v1", timeout_s=7).policy.timeout_s == 7.0
-    with serve(ScriptedServer([(200, chat_answer("late"), 3.0)])) as url, \
-            pytest.raises(InfraError, match=r"no answer within 0.3s \(timeout\)"):
+    with (
+        serve(ScriptedServer([(200, chat_answer("late"), 3.0)])) as url,
+        pytest.raises(InfraError, match=r"no answer within 0.3s \(timeout\)"),
+    ):
         _env_agent(url).start(_task(), 0).act([])
 
 
@@ -411,7 +486,10 @@ def test_env_protocol_text_sends_no_tools_and_options_override_it(clean_env):
         agent = _env_agent(url, max_retries=0)
         assert agent.mode == "text" and agent.start(_task(), 0).act([]) == Action("git_diff", {})
         assert _env_agent(url, protocol="tools").protocol == "tools"
-    assert "tools" not in server.requests[0] and server.requests[0]["stop"] == ["<RESULT>", "<TRACE_END>"]
+    assert "tools" not in server.requests[0] and server.requests[0]["stop"] == [
+        "<RESULT>",
+        "<TRACE_END>",
+    ]
     clean_env.setenv("ETAI_OPENAI_PROTOCOL", "tools")
     assert _env_agent("http://127.0.0.1:9/v1").mode == "tools"
 
@@ -424,15 +502,25 @@ def test_api_key_from_the_env_etai_first(clean_env):
         _env_agent(url).start(_task(), 0).act([])
         clean_env.setenv("ETAI_OPENAI_API_KEY", "sk-etai")
         _env_agent(url).start(_task(), 0).act([])
-    assert [h.get("Authorization") for h in server.headers] == [None, "Bearer sk-openai", "Bearer sk-etai"]
+    assert [h.get("Authorization") for h in server.headers] == [
+        None,
+        "Bearer sk-openai",
+        "Bearer sk-etai",
+    ]
 
 
-@pytest.mark.parametrize("name,value,where", [
-    ("ETAI_OPENAI_TIMEOUT", "fast", "ETAI_OPENAI_TIMEOUT"), ("ETAI_OPENAI_TIMEOUT", "0", "ETAI_OPENAI_TIMEOUT"),
-    ("ETAI_OPENAI_TIMEOUT", "inf", "ETAI_OPENAI_TIMEOUT"), ("ETAI_OPENAI_TIMEOUT", "nan", "ETAI_OPENAI_TIMEOUT"),
-    ("ETAI_OPENAI_MAX_RETRIES", "many", "ETAI_OPENAI_MAX_RETRIES"),
-    ("ETAI_OPENAI_MAX_RETRIES", "-1", "ETAI_OPENAI_MAX_RETRIES"),
-    ("ETAI_OPENAI_PROTOCOL", "grpc", "ETAI_OPENAI_PROTOCOL")])
+@pytest.mark.parametrize(
+    "name,value,where",
+    [
+        ("ETAI_OPENAI_TIMEOUT", "fast", "ETAI_OPENAI_TIMEOUT"),
+        ("ETAI_OPENAI_TIMEOUT", "0", "ETAI_OPENAI_TIMEOUT"),
+        ("ETAI_OPENAI_TIMEOUT", "inf", "ETAI_OPENAI_TIMEOUT"),
+        ("ETAI_OPENAI_TIMEOUT", "nan", "ETAI_OPENAI_TIMEOUT"),
+        ("ETAI_OPENAI_MAX_RETRIES", "many", "ETAI_OPENAI_MAX_RETRIES"),
+        ("ETAI_OPENAI_MAX_RETRIES", "-1", "ETAI_OPENAI_MAX_RETRIES"),
+        ("ETAI_OPENAI_PROTOCOL", "grpc", "ETAI_OPENAI_PROTOCOL"),
+    ],
+)
 def test_bad_env_settings_are_input_errors_naming_the_variable(clean_env, name, value, where):
     """A bad setting is the user's input error (exit 2 naming it), not a traceback from float()."""
     clean_env.setenv(name, value)
@@ -440,16 +528,28 @@ def test_bad_env_settings_are_input_errors_naming_the_variable(clean_env, name, 
         _env_agent("http://127.0.0.1:9/v1")
 
 
-@pytest.mark.parametrize("options", [{"timeout_s": "soon"}, {"timeout_s": -1}, {"max_retries": 1.5},
-                                     {"max_retries": -2}, {"backoff_s": "x"}, {"backoff_s": -0.5},
-                                     {"backoff_s": float("nan")}, {"timeout_s": float("inf")},
-                                     {"protocol": "grpc"}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"timeout_s": "soon"},
+        {"timeout_s": -1},
+        {"max_retries": 1.5},
+        {"max_retries": -2},
+        {"backoff_s": "x"},
+        {"backoff_s": -0.5},
+        {"backoff_s": float("nan")},
+        {"timeout_s": float("inf")},
+        {"protocol": "grpc"},
+    ],
+)
 def test_bad_retry_options_are_input_errors(clean_env, options):
     with pytest.raises(InputError, match=f"{next(iter(options))}"):
         _env_agent("http://127.0.0.1:9/v1", **options)
 
 
-@pytest.mark.parametrize("answer", [{"choices": []}, "not json at all", {"object": "chat.completion"}])
+@pytest.mark.parametrize(
+    "answer", [{"choices": []}, "not json at all", {"object": "chat.completion"}]
+)
 def test_malformed_server_answers_are_infra_errors(answer):
     with serve(ScriptedServer([(200, answer, 0)])) as url, pytest.raises(InfraError):
         _agent(url, max_retries=0).start(_task(), 0).act([])
@@ -464,21 +564,37 @@ def test_prompt_too_long_is_an_invalid_action_not_an_infra_error():
 
 # ------------------------------------------------------------------------------ openai: protocol
 def test_tools_protocol_sends_schemas_and_replays_the_conversation():
-    server = ScriptedServer([(200, chat_answer(None, [_call("file_read", '{"file": "src/a.js"}', "abc")]), 0),
-                             (200, chat_answer(None, [_call("rm_rf", "{}")]), 0),
-                             (200, chat_answer(None, [_call("file_read", '{"file": ')]), 0),
-                             (200, chat_answer("Fixed the null check."), 0)])
+    server = ScriptedServer(
+        [
+            (200, chat_answer(None, [_call("file_read", '{"file": "src/a.js"}', "abc")]), 0),
+            (200, chat_answer(None, [_call("rm_rf", "{}")]), 0),
+            (200, chat_answer(None, [_call("file_read", '{"file": ')]), 0),
+            (200, chat_answer("Fixed the null check."), 0),
+        ]
+    )
     obs = []
     with serve(server) as url:
         ep = _agent(url, temperature=0.5, max_new_tokens=32).start(_task(), 1)
         got = [ep.act(obs)]
-        obs.append({"step": 1, "tool_called": "file_read", "tool_args": {"file": "src/a.js"},
-                    "execution_result": {"content": "x", "status": "ok"}})
+        obs.append(
+            {
+                "step": 1,
+                "tool_called": "file_read",
+                "tool_args": {"file": "src/a.js"},
+                "execution_result": {"content": "x", "status": "ok"},
+            }
+        )
         for _ in range(3):
             got.append(ep.act(obs))
             reason = getattr(got[-1], "reason", "")
-            obs.append({"step": len(obs) + 1, "tool_called": "invalid_action", "tool_args": {},
-                        "execution_result": {"status": "invalid_action", "error": reason}})
+            obs.append(
+                {
+                    "step": len(obs) + 1,
+                    "tool_called": "invalid_action",
+                    "tool_args": {},
+                    "execution_result": {"status": "invalid_action", "error": reason},
+                }
+            )
     assert got[0] == Action("file_read", {"file": "src/a.js"})
     assert isinstance(got[1], InvalidAction) and "unknown tool 'rm_rf'" in got[1].reason
     assert isinstance(got[2], InvalidAction) and "malformed JSON arguments" in got[2].reason
@@ -488,32 +604,63 @@ def test_tools_protocol_sends_schemas_and_replays_the_conversation():
     assert (first["model"], first["max_tokens"], first["temperature"]) == ("scripted", 32, 0.5)
     assert "seed" in first  # sampled: seeded per (session, sample, step)
     roles = [m["role"] for m in last["messages"]]
-    assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant", "tool"]
-    assert last["messages"][3] == {"role": "tool", "tool_call_id": "abc",
-                                   "content": '{"content": "x", "status": "ok"}'}
-    assert last["messages"][6]["tool_calls"][0]["function"]["arguments"] == "{}"  # bad JSON not replayed
+    assert roles == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+    ]
+    assert last["messages"][3] == {
+        "role": "tool",
+        "tool_call_id": "abc",
+        "content": '{"content": "x", "status": "ok"}',
+    }
+    assert (
+        last["messages"][6]["tool_calls"][0]["function"]["arguments"] == "{}"
+    )  # bad JSON not replayed
     assert "malformed JSON" in last["messages"][7]["content"]
 
 
 def test_server_without_tool_calling_falls_back_to_the_text_protocol():
-    server = ScriptedServer([(400, {"error": {"message": VLLM_NO_TOOLS}}, 0),
-                             (200, chat_answer("<STEP><TOOL>git_diff<ARGS>{}"), 0),
-                             (200, chat_answer("I think the bug is in line 3"), 0)])
+    server = ScriptedServer(
+        [
+            (400, {"error": {"message": VLLM_NO_TOOLS}}, 0),
+            (200, chat_answer("<STEP><TOOL>git_diff<ARGS>{}"), 0),
+            (200, chat_answer("I think the bug is in line 3"), 0),
+        ]
+    )
     with serve(server) as url:
         agent = _agent(url)
         ep = agent.start(_task(), 0)
         assert ep.act([]) == Action("git_diff", {}) and agent.mode == "text"
-        got = ep.act([{"step": 1, "tool_called": "git_diff", "tool_args": {}, "execution_result": {"diff": ""}}])
+        got = ep.act(
+            [
+                {
+                    "step": 1,
+                    "tool_called": "git_diff",
+                    "tool_args": {},
+                    "execution_result": {"diff": ""},
+                }
+            ]
+        )
     assert isinstance(got, InvalidAction) and "must start with <STEP> or <OUTPUT>" in got.reason
     text_req = server.requests[1]
     assert "tools" not in text_req and text_req["stop"] == ["<RESULT>", "<TRACE_END>"]
     assert text_req["messages"][1]["content"].startswith("<INST>")
-    assert server.requests[2]["messages"][1]["content"].endswith('<STEP><TOOL>git_diff<ARGS>{}<RESULT>{"diff": ""}\n')
+    assert server.requests[2]["messages"][1]["content"].endswith(
+        '<STEP><TOOL>git_diff<ARGS>{}<RESULT>{"diff": ""}\n'
+    )
 
 
 def test_forced_tools_protocol_does_not_fall_back():
-    with serve(ScriptedServer([(400, {"error": {"message": VLLM_NO_TOOLS}}, 0)])) as url, \
-            pytest.raises(InfraError, match="HTTP 400"):
+    with (
+        serve(ScriptedServer([(400, {"error": {"message": VLLM_NO_TOOLS}}, 0)])) as url,
+        pytest.raises(InfraError, match="HTTP 400"),
+    ):
         _agent(url, protocol="tools").start(_task(), 0).act([])
 
 
@@ -530,12 +677,17 @@ def test_concurrent_episodes_do_not_share_state():
     with serve(server) as url:
         agent = _agent(url)
         results = []
-        threads = [threading.Thread(target=lambda i=i: results.append(agent.start(_task(i), 0).act([])))
-                   for i in range(6)]
+        threads = [
+            threading.Thread(target=lambda i=i: results.append(agent.start(_task(i), 0).act([])))
+            for i in range(6)
+        ]
         [t.start() for t in threads]
         [t.join() for t in threads]
     assert results == [Action("git_status", {})] * 6
-    assert sorted(json.loads(json.dumps(r["messages"][1]["content"]))[:6] for r in server.requests) == ["<INST>"] * 6
+    assert (
+        sorted(json.loads(json.dumps(r["messages"][1]["content"]))[:6] for r in server.requests)
+        == ["<INST>"] * 6
+    )
 
 
 def test_streamed_answers_are_folded_into_one():
@@ -544,12 +696,39 @@ def test_streamed_answers_are_folded_into_one():
     class Streaming(ScriptedServer):
         def post(self, h, body):
             self.requests.append(body)
-            chunks = [{"choices": [{"delta": {"role": "assistant"}, "index": 0}]},
-                      {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c9", "function":
-                                                              {"name": "file_read", "arguments": '{"fi'}}]}}]},
-                      {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": 'le": "a.js"}'}}]}}]},
-                      {"choices": [{"delta": {}, "index": 0, "finish_reason": "tool_calls"}]}]
-            raw = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+            chunks = [
+                {"choices": [{"delta": {"role": "assistant"}, "index": 0}]},
+                {
+                    "choices": [
+                        {
+                            "delta": {
+                                "tool_calls": [
+                                    {
+                                        "index": 0,
+                                        "id": "c9",
+                                        "function": {"name": "file_read", "arguments": '{"fi'},
+                                    }
+                                ]
+                            }
+                        }
+                    ]
+                },
+                {
+                    "choices": [
+                        {
+                            "delta": {
+                                "tool_calls": [
+                                    {"index": 0, "function": {"arguments": 'le": "a.js"}'}}
+                                ]
+                            }
+                        }
+                    ]
+                },
+                {"choices": [{"delta": {}, "index": 0, "finish_reason": "tool_calls"}]},
+            ]
+            raw = (
+                "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+            )
             h.send_response(200)
             h.send_header("Content-Type", "text/event-stream")
             h.send_header("Content-Length", str(len(raw)))

@@ -61,7 +61,10 @@ def test_hf_loads_the_folder_and_fingerprints_it(hf, model_dir, tmp_path):
 def test_hf_batches_concurrent_episodes_exactly_like_single_ones(hf):
     out: dict[int, object] = {}
     episodes = {i: hf.start(_task(i), 0) for i in range(4)}
-    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, episodes[i].act([]))) for i in range(4)]
+    threads = [
+        threading.Thread(target=lambda i=i: out.__setitem__(i, episodes[i].act([])))
+        for i in range(4)
+    ]
     before = len(hf.batch_sizes)
     [t.start() for t in threads]
     [t.join() for t in threads]
@@ -71,17 +74,34 @@ def test_hf_batches_concurrent_episodes_exactly_like_single_ones(hf):
     alone.act([])
     assert alone.outputs == episodes[3].outputs  # left padding changes nothing (greedy)
     # After a result the model was never trained: whatever it says is parsed, never raised.
-    later = alone.act([{"step": 1, "tool_called": "git_status", "tool_args": {},
-                        "execution_result": {"status": "ok", "porcelain": ""}}])
+    later = alone.act(
+        [
+            {
+                "step": 1,
+                "tool_called": "git_status",
+                "tool_args": {},
+                "execution_result": {"status": "ok", "porcelain": ""},
+            }
+        ]
+    )
     assert isinstance(later, (Action, InvalidAction)) or later.text is not None
 
 
 def test_hf_sampling_and_overlong_prompts(model_dir):
-    agent = from_spec(f"hf:{model_dir}", AgentContext(SUITE, {**GEN, "temperature": 1.0, "top_p": 0.9}))
+    agent = from_spec(
+        f"hf:{model_dir}", AgentContext(SUITE, {**GEN, "temperature": 1.0, "top_p": 0.9})
+    )
     try:
         agent.max_context = 96  # far below the prompt: head and tail are kept, nothing raises
-        obs = [{"step": i, "tool_called": "file_read", "tool_args": {"file": "src/x.js"},
-                "execution_result": {"content": "x" * 250}} for i in range(1, 6)]
+        obs = [
+            {
+                "step": i,
+                "tool_called": "file_read",
+                "tool_args": {"file": "src/x.js"},
+                "execution_result": {"content": "x" * 250},
+            }
+            for i in range(1, 6)
+        ]
         assert len(agent._prompt_ids(render_prompt(SUITE.sessions[0].raw, obs))) == 96 - 24
         decision = agent.start(_task(0), 0).act(obs)
         assert type(decision).__name__ in ("Action", "FinalAnswer", "InvalidAction")
@@ -92,13 +112,21 @@ def test_hf_sampling_and_overlong_prompts(model_dir):
 def test_chat_template_renders_exactly_the_etai_prompt(hf):
     session = SUITE.sessions[0].raw
     obs = [dict(s) for s in session["execution_trace"][:2]]
-    obs.append({"step": 3, "tool_called": "invalid_action", "tool_args": {},
-                "execution_result": {"status": "invalid_action", "error": "unknown tool 'x'"}})
+    obs.append(
+        {
+            "step": 3,
+            "tool_called": "invalid_action",
+            "tool_args": {},
+            "execution_result": {"status": "invalid_action", "error": "unknown tool 'x'"},
+        }
+    )
     expected = render_prompt(session, obs, 300)
     tok = hf.tokenizer
     chat = tok.apply_chat_template(tool_messages(session, obs, [], 300), tokenize=False)
     text = tok.apply_chat_template(text_messages(session, obs, _task(0).tools, 300), tokenize=False)
-    assert chat.replace("(invalid action)", "") == expected.replace("<STEP><TOOL>invalid_action<ARGS>{}<RESULT>", "")
+    assert chat.replace("(invalid action)", "") == expected.replace(
+        "<STEP><TOOL>invalid_action<ARGS>{}<RESULT>", ""
+    )
     assert text == expected
 
 
@@ -107,11 +135,16 @@ def _check_rows(rows: list[dict]) -> None:
     """Every row complete; each invalid step recorded as a step, an action and an observation."""
     for row in rows:
         assert row["status"] in ("failed", "invalid_action", "passed"), row.get("reason")
-        assert row["steps_used"] == len(row["steps"]) == len(row["actions"]) and row["steps_used"] >= 1
+        assert (
+            row["steps_used"] == len(row["steps"]) == len(row["actions"]) and row["steps_used"] >= 1
+        )
         invalid = [s for s in row["steps"] if s["status"] == "invalid_action"]
         assert row["n_invalid"] == len(invalid) == sum("invalid" in a for a in row["actions"])
         assert all(s["error"] for s in invalid)
-        assert row["actions"][0] == {"tool": "git_status", "args": {}} and row["steps"][0]["status"] == "ok"
+        assert (
+            row["actions"][0] == {"tool": "git_status", "args": {}}
+            and row["steps"][0]["status"] == "ok"
+        )
         assert "verification" in row and row["duration_s"] > 0
 
 
@@ -132,8 +165,12 @@ def test_backend_episodes_through_the_sandbox(backend, hf, model_dir, image):
         server = ModelServer(model_dir, tool_calling=backend == "openai-tools")
         with serve(server) as url:
             agent = from_spec(f"openai:{url}#tiny", AgentContext(SUITE, {**GEN, "timeout_s": 30}))
-            rows = [run_episode(s, agent, 0, start_sandbox=start, k=3, max_steps=3) for s in sessions]
-        assert ("tools" in server.requests[0]) and agent.mode == ("tools" if backend == "openai-tools" else "text")
+            rows = [
+                run_episode(s, agent, 0, start_sandbox=start, k=3, max_steps=3) for s in sessions
+            ]
+        assert ("tools" in server.requests[0]) and agent.mode == (
+            "tools" if backend == "openai-tools" else "text"
+        )
     _check_rows(rows)
     assert sum(r["n_invalid"] for r in rows) >= 1
 
@@ -148,9 +185,15 @@ def test_runner_end_to_end_resumes_after_the_server_was_down(model_dir, tmp_path
 
     port = free_port()  # nobody listens there until the server starts there
     specs = [f"hf:{model_dir}", f"openai:http://127.0.0.1:{port}/v1#tiny"]
-    kw = {"k": 2, "max_steps": 3, "workers": 2, "out": tmp_path / "run", "progress": False,
-          "session_ids": [s.session_id for s in SUITE.sessions[:2]],
-          "options": {**GEN, "timeout_s": 10, "max_retries": 1, "backoff_s": 0.1}}
+    kw = {
+        "k": 2,
+        "max_steps": 3,
+        "workers": 2,
+        "out": tmp_path / "run",
+        "progress": False,
+        "session_ids": [s.session_id for s in SUITE.sessions[:2]],
+        "options": {**GEN, "timeout_s": 10, "max_retries": 1, "backoff_s": 0.1},
+    }
     down = harness.run(SUITE, specs, **kw)
     assert not down["complete"]
     rows = read_rows(tmp_path / "run" / "results.jsonl")
@@ -163,5 +206,7 @@ def test_runner_end_to_end_resumes_after_the_server_was_down(model_dir, tmp_path
         up = harness.run(SUITE, specs, **kw)
     assert up["complete"]
     rows = read_rows(tmp_path / "run" / "results.jsonl")
-    assert len(rows) == 4  # one terminal row per (agent, session): the infra_error rows were replaced
+    assert (
+        len(rows) == 4
+    )  # one terminal row per (agent, session): the infra_error rows were replaced
     _check_rows(rows)

@@ -33,10 +33,24 @@ def server(tmp_path_factory, free_port):
     model = tiny_model.build(tmp_path_factory.getbasetemp() / "etai-tiny-model")
     port = free_port()
     cli = Path(sys.executable).parent / "transformers"
-    proc = subprocess.Popen([str(cli), "serve", "--force_model", str(model), "--host", "127.0.0.1",
-                             "--port", str(port), "--device", "cpu"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            str(cli),
+            "serve",
+            "--force_model",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--device",
+            "cpu",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 120
@@ -56,7 +70,9 @@ def server(tmp_path_factory, free_port):
 
 def _check(rows: list[dict], summary: dict, spec: str) -> None:
     assert summary["complete"]
-    assert sorted(r["session_id"] for r in rows) == sorted(s.session_id for s in load_suite("jest-bugfix").sessions)
+    assert sorted(r["session_id"] for r in rows) == sorted(
+        s.session_id for s in load_suite("jest-bugfix").sessions
+    )
     for row in rows:
         assert row["status"] in ("failed", "invalid_action", "passed")
         assert row["steps_used"] == len(row["steps"]) == len(row["actions"]) >= 1
@@ -75,7 +91,29 @@ def test_model_agents_complete_the_whole_bundled_suite(backend, server, tmp_path
     from harness.results import read_rows
 
     url, model = server
-    spec = f"hf:{model}" if backend == "hf" else f"openai:{url}#{model}"  # serve lists hub names: name it
-    assert main(["run", "--suite", "jest-bugfix", "--agent", spec, "-k", "2", "--max-steps", "2",
-                 "--max-new-tokens", "16", "--out", str(tmp_path / "run"), "--json", "--no-progress"]) == 0
+    spec = (
+        f"hf:{model}" if backend == "hf" else f"openai:{url}#{model}"
+    )  # serve lists hub names: name it
+    assert (
+        main(
+            [
+                "run",
+                "--suite",
+                "jest-bugfix",
+                "--agent",
+                spec,
+                "-k",
+                "2",
+                "--max-steps",
+                "2",
+                "--max-new-tokens",
+                "16",
+                "--out",
+                str(tmp_path / "run"),
+                "--json",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     _check(read_rows(tmp_path / "run" / "results.jsonl"), json.loads(capsys.readouterr().out), spec)

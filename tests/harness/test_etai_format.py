@@ -229,25 +229,55 @@ PROPERTY = settings(max_examples=300, deadline=None, derandomize=True, database=
 
 JSON_VALUE = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=10,
 )
 # Free text biased toward what could break the format: the markers themselves, near-markers,
 # backslashes and JSON escapes, newlines, NUL and lone surrogates.
-PIECES = list(fmt.SPECIAL_TOKENS) + ["<", ">", "<STEP", "TOOL>", "\\", "\\u", '"', "\n", " ", "\0", "\ud800", "é",
-                                     "{", "}", "[", "]", ":", ",", "x"]
-FREE_TEXT = st.one_of(st.text(max_size=20), st.lists(st.sampled_from(PIECES), max_size=10).map("".join))
+PIECES = list(fmt.SPECIAL_TOKENS) + [
+    "<",
+    ">",
+    "<STEP",
+    "TOOL>",
+    "\\",
+    "\\u",
+    '"',
+    "\n",
+    " ",
+    "\0",
+    "\ud800",
+    "é",
+    "{",
+    "}",
+    "[",
+    "]",
+    ":",
+    ",",
+    "x",
+]
+FREE_TEXT = st.one_of(
+    st.text(max_size=20), st.lists(st.sampled_from(PIECES), max_size=10).map("".join)
+)
 ARGS = st.dictionaries(FREE_TEXT, st.one_of(FREE_TEXT, JSON_VALUE), max_size=4)
 TOOLS = st.sampled_from(tool_names())
 
 
 # Arguments nested deeper than Python's recursion limit (json.loads raises RecursionError).
-DEEP = st.tuples(TOOLS, st.integers(1_000, 15_000)).map(lambda t: f"<STEP><TOOL>{t[0]}<ARGS>" + '{"a":' * t[1])
+DEEP = st.tuples(TOOLS, st.integers(1_000, 15_000)).map(
+    lambda t: f"<STEP><TOOL>{t[0]}<ARGS>" + '{"a":' * t[1]
+)
 
 
 @PROPERTY
-@given(text=st.one_of(FREE_TEXT, st.lists(st.one_of(st.sampled_from(PIECES), TOOLS, FREE_TEXT), max_size=12)
-                      .map("".join), DEEP))
+@given(
+    text=st.one_of(
+        FREE_TEXT,
+        st.lists(st.one_of(st.sampled_from(PIECES), TOOLS, FREE_TEXT), max_size=12).map("".join),
+        DEEP,
+    )
+)
 def test_property_parse_action_is_total(text):
     """Every text parses to exactly one of the three outcomes; an Action names a known tool and an object."""
     got = fmt.parse_action(text)
@@ -268,7 +298,13 @@ def test_property_an_action_round_trips_whatever_its_arguments_hold(tool, args, 
     defused, and whatever follows the end marker (the environment's result) is ignored; whitespace
     a model puts before or between the markers is allowed."""
     text = fmt.render_action(tool, args)
-    assert text.count("<STEP>") == text.count("<TOOL>") == text.count("<ARGS>") == text.count("<RESULT>") == 1
+    assert (
+        text.count("<STEP>")
+        == text.count("<TOOL>")
+        == text.count("<ARGS>")
+        == text.count("<RESULT>")
+        == 1
+    )
     assert fmt.parse_action(lead + text + after) == fmt.Action(tool, args)
     spaced = text.replace("<STEP>", "<STEP>" + gap).replace("<ARGS>", gap + "<ARGS>" + gap)
     assert fmt.parse_action(lead + spaced + after) == fmt.Action(tool, args)
@@ -281,20 +317,41 @@ def test_property_a_final_answer_round_trips(text, after):
     assert rendered.count("<OUTPUT>") == rendered.count("<TRACE_END>") == 1
     got = fmt.parse_action(rendered + after)
     assert isinstance(got, fmt.FinalAnswer)
-    if not any(tok in text for tok in fmt.SPECIAL_TOKENS):  # otherwise defused: readable, not identical
+    if not any(
+        tok in text for tok in fmt.SPECIAL_TOKENS
+    ):  # otherwise defused: readable, not identical
         assert got.text == text.strip()
 
 
-STEP_RECORD = st.fixed_dictionaries({"tool_called": st.one_of(TOOLS, FREE_TEXT), "tool_args": st.one_of(ARGS, JSON_VALUE),
-                                     "execution_result": JSON_VALUE})
+STEP_RECORD = st.fixed_dictionaries(
+    {
+        "tool_called": st.one_of(TOOLS, FREE_TEXT),
+        "tool_args": st.one_of(ARGS, JSON_VALUE),
+        "execution_result": JSON_VALUE,
+    }
+)
 SESSION_LIKE = st.fixed_dictionaries(
-    {"user_instruction": FREE_TEXT, "final_output": FREE_TEXT, "execution_trace": st.lists(STEP_RECORD, max_size=4),
-     "ide_context": st.fixed_dictionaries({
-         "open_files": st.one_of(st.lists(FREE_TEXT, max_size=3), JSON_VALUE),
-         "cursor_position": st.one_of(st.fixed_dictionaries({"file": FREE_TEXT, "line": st.integers(),
-                                                             "column": st.integers()}), JSON_VALUE),
-         "git_status": st.one_of(FREE_TEXT, JSON_VALUE),
-         "viewport": st.one_of(st.dictionaries(FREE_TEXT, JSON_VALUE, max_size=3), JSON_VALUE)})})
+    {
+        "user_instruction": FREE_TEXT,
+        "final_output": FREE_TEXT,
+        "execution_trace": st.lists(STEP_RECORD, max_size=4),
+        "ide_context": st.fixed_dictionaries(
+            {
+                "open_files": st.one_of(st.lists(FREE_TEXT, max_size=3), JSON_VALUE),
+                "cursor_position": st.one_of(
+                    st.fixed_dictionaries(
+                        {"file": FREE_TEXT, "line": st.integers(), "column": st.integers()}
+                    ),
+                    JSON_VALUE,
+                ),
+                "git_status": st.one_of(FREE_TEXT, JSON_VALUE),
+                "viewport": st.one_of(
+                    st.dictionaries(FREE_TEXT, JSON_VALUE, max_size=3), JSON_VALUE
+                ),
+            }
+        ),
+    }
+)
 
 
 @PROPERTY
@@ -310,14 +367,18 @@ def test_property_training_text_has_one_marker_per_structural_place(session, max
         assert text.count(tok) == 1, tok
     for tok in ("<STEP>", "<TOOL>", "<ARGS>", "<RESULT>"):
         assert text.count(tok) == len(trace), tok
-    assert text.count("<CURSOR>") == (1 if isinstance(session["ide_context"]["cursor_position"], dict) else 0)
+    assert text.count("<CURSOR>") == (
+        1 if isinstance(session["ide_context"]["cursor_position"], dict) else 0
+    )
     assert len(spans) == len(trace) + 1 and spans[-1][1] == len(text)
     for i, (start, end) in enumerate(spans[:-1]):
         assert text[:start] == fmt.render_prompt(session, trace[:i], max_chars)
         step = trace[i]
         if step["tool_called"] in tool_names() and isinstance(step["tool_args"], dict):
-            assert fmt.parse_action(text[start:end]) == fmt.Action(step["tool_called"], step["tool_args"])
-    assert isinstance(fmt.parse_action(text[spans[-1][0]:]), fmt.FinalAnswer)
+            assert fmt.parse_action(text[start:end]) == fmt.Action(
+                step["tool_called"], step["tool_args"]
+            )
+    assert isinstance(fmt.parse_action(text[spans[-1][0] :]), fmt.FinalAnswer)
 
 
 @PROPERTY
@@ -327,8 +388,14 @@ def test_property_truncate_keeps_head_and_tail_within_the_limit(text, max_chars)
     if max_chars == 0 or len(text) <= max_chars:
         assert got == text
         return
-    marker = next(m for m in (f"[... {n} chars truncated ...]" for n in range(len(text) + 1)) if m in got)
+    marker = next(
+        m for m in (f"[... {n} chars truncated ...]" for n in range(len(text) + 1)) if m in got
+    )
     head, tail = got.split(marker, 1)
     removed = int(marker.split()[1])
-    assert text.startswith(head) and text.endswith(tail) and len(head) + len(tail) + removed == len(text)
+    assert (
+        text.startswith(head)
+        and text.endswith(tail)
+        and len(head) + len(tail) + removed == len(text)
+    )
     assert len(got) <= max(max_chars, len(marker))

@@ -37,13 +37,31 @@ LOCK = ".etai.lock"
 
 
 def _run_args(out: Path, *, agent: str = "oracle", sessions=(ONE,), extra=()) -> list[str]:
-    return ["run", "--suite", "jest-bugfix", "--agent", agent, "--out", str(out), "--no-progress", "--workers", "1",
-            *[a for s in sessions for a in ("--session", s)], *extra]
+    return [
+        "run",
+        "--suite",
+        "jest-bugfix",
+        "--agent",
+        agent,
+        "--out",
+        str(out),
+        "--no-progress",
+        "--workers",
+        "1",
+        *[a for s in sessions for a in ("--session", s)],
+        *extra,
+    ]
 
 
 def _etai(args: list[str], **env: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True, env={**os.environ, **env})
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, **env},
+    )
 
 
 def _wait_rows(out: Path, n: int, proc: subprocess.Popen, limit_s: float = 240) -> None:
@@ -52,7 +70,9 @@ def _wait_rows(out: Path, n: int, proc: subprocess.Popen, limit_s: float = 240) 
         if (out / "results.jsonl").exists() and len(read_rows(out / "results.jsonl")) >= n:
             return
         time.sleep(0.05)
-    raise AssertionError(f"no {n} row(s) in {out} (exit {proc.poll()}): {proc.stderr.read() if proc.poll() else ''}")
+    raise AssertionError(
+        f"no {n} row(s) in {out} (exit {proc.poll()}): {proc.stderr.read() if proc.poll() else ''}"
+    )
 
 
 def _raw_keys(out: Path) -> Counter:
@@ -75,8 +95,18 @@ def tmpfs(tmp_path):
 
     def mount(path: Path, size: str = "64k", ro: bool = False) -> Path:
         path.mkdir(parents=True)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}" + (",ro" if ro else ""), "tmpfs", str(path)],
-                       check=True)
+        subprocess.run(
+            [
+                "mount",
+                "-t",
+                "tmpfs",
+                "-o",
+                f"size={size}" + (",ro" if ro else ""),
+                "tmpfs",
+                str(path),
+            ],
+            check=True,
+        )
         mounted.append(path)
         return path
 
@@ -148,13 +178,17 @@ def _engine_socket() -> str:
     host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
     if not host.startswith("unix://"):
         pytest.skip(f"the proxy forwards to a unix socket; DOCKER_HOST is {host}")
-    return host[len("unix://"):]
+    return host[len("unix://") :]
 
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_engine_stopped_mid_run_gives_infra_error_rows_exit_3_and_a_rerun_completes(tmp_path, containers_of):
-    sock_dir = Path(tempfile.mkdtemp(prefix="etai-engine-", dir="/tmp"))  # unix socket paths are short
+def test_engine_stopped_mid_run_gives_infra_error_rows_exit_3_and_a_rerun_completes(
+    tmp_path, containers_of
+):
+    sock_dir = Path(
+        tempfile.mkdtemp(prefix="etai-engine-", dir="/tmp")
+    )  # unix socket paths are short
     proxy = EngineProxy(sock_dir / "docker.sock", _engine_socket())
     proxy.up()
     out = tmp_path / "run"
@@ -162,7 +196,9 @@ def test_engine_stopped_mid_run_gives_infra_error_rows_exit_3_and_a_rerun_comple
     try:
         p = _etai(args, DOCKER_HOST=f"unix://{proxy.path}")
         _wait_rows(out, 1, p)
-        proxy.watch = b'"op": "edit"'  # the second episode is acting: its sandbox is started, in use
+        proxy.watch = (
+            b'"op": "edit"'  # the second episode is acting: its sandbox is started, in use
+        )
         assert proxy.seen.wait(120)
         proxy.down()
         # The timeout is a hang guard, not a speed claim: with the engine gone the remaining rows
@@ -231,10 +267,20 @@ def test_second_run_on_the_same_folder_exits_2_naming_the_holder(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     # A stale lock first: its holder was SIGKILLed while holding it; the next run takes it over.
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, os, sys, time\n"
-        "f = open(sys.argv[1], 'a+'); fcntl.flock(f, fcntl.LOCK_EX); f.write(str(os.getpid())); f.flush()\n"
-        "print('held', flush=True); time.sleep(600)\n"), str(out / LOCK)], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import fcntl, os, sys, time\n"
+                "f = open(sys.argv[1], 'a+'); fcntl.flock(f, fcntl.LOCK_EX); f.write(str(os.getpid())); f.flush()\n"
+                "print('held', flush=True); time.sleep(600)\n"
+            ),
+            str(out / LOCK),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline() == "held\n"
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait()
@@ -261,12 +307,16 @@ def test_out_that_is_a_file_exits_2_and_is_left_alone(tmp_path, capsys):
     assert out.read_text() == "keep me\n"
 
 
-@pytest.mark.parametrize("below", [False, True], ids=["read-only folder", "folder on a read-only disk"])
+@pytest.mark.parametrize(
+    "below", [False, True], ids=["read-only folder", "folder on a read-only disk"]
+)
 def test_read_only_out_exits_2_before_anything_runs(tmp_path, tmpfs, capsys, below, sandbox_starts):
     ro = tmpfs(tmp_path / "ro", ro=True)
     out = ro / "run" if below else ro
     rc, err = _run_main(capsys, _run_args(out, agent="noop"))
-    assert rc == 2 and f"{out}: cannot write the run folder" in err and "Read-only file system" in err, err
+    assert (
+        rc == 2 and f"{out}: cannot write the run folder" in err and "Read-only file system" in err
+    ), err
     assert sandbox_starts == [], "checked up front, before any sandbox"
     assert os.listdir(ro) == []
 
@@ -278,7 +328,9 @@ def test_full_disk_on_out_stops_the_run_exit_3_and_a_rerun_completes(tmp_path, t
     out = disk / "run"
     out.mkdir()
     filler = disk / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)  # fill the disk, then give one page back: the lock takes it
+    fd = os.open(
+        filler, os.O_WRONLY | os.O_CREAT
+    )  # fill the disk, then give one page back: the lock takes it
     try:
         while os.write(fd, b"\0" * 4096):
             pass
@@ -290,7 +342,11 @@ def test_full_disk_on_out_stops_the_run_exit_3_and_a_rerun_completes(tmp_path, t
     p = _etai(_run_args(out))
     stdout, stderr = p.communicate(timeout=300)
     assert p.returncode == 3, stderr
-    assert "No space left on device" in stderr and "results.jsonl" in stderr and "Traceback" not in stderr
+    assert (
+        "No space left on device" in stderr
+        and "results.jsonl" in stderr
+        and "Traceback" not in stderr
+    )
     assert sorted(os.listdir(out)) == [LOCK], "no torn row, no empty results file, no temp file"
 
     filler.unlink()
@@ -301,12 +357,16 @@ def test_full_disk_on_out_stops_the_run_exit_3_and_a_rerun_completes(tmp_path, t
 
 
 # ---------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("flags,expected", [
-    (["-k", "0"], "k must be at least 1 (got 0)"),
-    (["--max-steps", "0"], "max_steps must be at least 1 (got 0)"),
-    (["--workers", "-5"], "workers must be at least 1 (got -5)"),
-    (["--samples", "0"], "samples must be at least 1 (got 0)"),
-], ids=["k", "max-steps", "workers", "samples"])
+@pytest.mark.parametrize(
+    "flags,expected",
+    [
+        (["-k", "0"], "k must be at least 1 (got 0)"),
+        (["--max-steps", "0"], "max_steps must be at least 1 (got 0)"),
+        (["--workers", "-5"], "workers must be at least 1 (got -5)"),
+        (["--samples", "0"], "samples must be at least 1 (got 0)"),
+    ],
+    ids=["k", "max-steps", "workers", "samples"],
+)
 def test_zero_and_negative_budgets_are_refused(tmp_path, capsys, flags, expected):
     out = tmp_path / "run"
     rc, err = _run_main(capsys, _run_args(out, agent="noop", extra=flags))
@@ -354,8 +414,10 @@ def test_validate_reports_a_workspace_over_the_size_limit(tmp_path, capsys, make
         f.truncate(33 << 20)  # sparse: costs no disk
     rc, err = _run_main(capsys, ["suite", "validate", str(root)])
     assert rc == 2, err
-    assert f"line 1 (session {ONE}): workspace: workspaces/{ONE} holds 33.0 MiB, over the sandbox's 32 MiB " \
-           "(largest: fixtures/big.bin, 33.0 MiB)" in err, err
+    assert (
+        f"line 1 (session {ONE}): workspace: workspaces/{ONE} holds 33.0 MiB, over the sandbox's 32 MiB "
+        "(largest: fixtures/big.bin, 33.0 MiB)" in err
+    ), err
     out = tmp_path / "run"
     rc, err = _run_main(capsys, ["run", "--suite", str(root), "--agent", "noop", "--out", str(out)])
     assert rc == 2 and "fixtures/big.bin" in err
@@ -363,24 +425,45 @@ def test_validate_reports_a_workspace_over_the_size_limit(tmp_path, capsys, make
 
 
 SYMLINK_CASES = [
-    ("ide_context.cursor_position.file", "src/leak.js",
-     "ide_context.cursor_position.file: src/leak.js is a symlink, which the sandbox does not receive"),
-    ("ide_context.open_files", "src/leak.js",
-     "ide_context.open_files[0]: src/leak.js is a symlink, which the sandbox does not receive"),
-    ("cursor_target.file", "hostdir/retry.js",
-     "cursor_target.file: hostdir/retry.js is under a symlink (hostdir), which the sandbox does not receive"),
-    ("verify.test_files", "src/leak.js",
-     "verify.test_files: src/leak.js is a symlink, which the sandbox does not receive"),
-    ("cursor_target.file", "../../../outside.js", "cursor_target.file: ../../../outside.js is outside the workspace"),
+    (
+        "ide_context.cursor_position.file",
+        "src/leak.js",
+        "ide_context.cursor_position.file: src/leak.js is a symlink, which the sandbox does not receive",
+    ),
+    (
+        "ide_context.open_files",
+        "src/leak.js",
+        "ide_context.open_files[0]: src/leak.js is a symlink, which the sandbox does not receive",
+    ),
+    (
+        "cursor_target.file",
+        "hostdir/retry.js",
+        "cursor_target.file: hostdir/retry.js is under a symlink (hostdir), which the sandbox does not receive",
+    ),
+    (
+        "verify.test_files",
+        "src/leak.js",
+        "verify.test_files: src/leak.js is a symlink, which the sandbox does not receive",
+    ),
+    (
+        "cursor_target.file",
+        "../../../outside.js",
+        "cursor_target.file: ../../../outside.js is outside the workspace",
+    ),
 ]
 
 
-@pytest.mark.parametrize("field,value,expected", SYMLINK_CASES, ids=[f"{c[0]}={c[1]}" for c in SYMLINK_CASES])
-def test_validation_does_not_follow_symlinks_out_of_the_workspace(tmp_path, capsys, make_suite, field, value,
-                                                                 expected):
+@pytest.mark.parametrize(
+    "field,value,expected", SYMLINK_CASES, ids=[f"{c[0]}={c[1]}" for c in SYMLINK_CASES]
+)
+def test_validation_does_not_follow_symlinks_out_of_the_workspace(
+    tmp_path, capsys, make_suite, field, value, expected
+):
     host = tmp_path / "host"
     host.mkdir()
-    text = ("x" * 200 + "\n") * 200  # room for every cursor of the session: only the symlink can be wrong
+    text = (
+        "x" * 200 + "\n"
+    ) * 200  # room for every cursor of the session: only the symlink can be wrong
     for f in (host / "secret.js", host / "retry.js", tmp_path / "outside.js"):
         f.write_text(text)
 
@@ -410,7 +493,9 @@ def test_unreachable_server_is_detected_once_per_run(tmp_path, capsys, monkeypat
         port = s.getsockname()[1]
         monkeypatch.setenv("ETAI_OPENAI_MAX_RETRIES", "2")
         out = tmp_path / "run"
-        rc, err = _run_main(capsys, _run_args(out, agent=f"openai:http://127.0.0.1:{port}/v1#m", sessions=THREE))
+        rc, err = _run_main(
+            capsys, _run_args(out, agent=f"openai:http://127.0.0.1:{port}/v1#m", sessions=THREE)
+        )
     assert rc == 3, err
     rows = read_rows(out / "results.jsonl")
     assert [r["status"] for r in rows] == ["infra_error"] * 3

@@ -28,7 +28,9 @@ def _writer(make_project):
 
 
 def hostile(tmp_path: Path, body: str, name: str = "evil") -> Path:
-    return write_project(tmp_path / name, {"tests/evil.test.js": body, "tests/good.test.js": GOOD_TEST})
+    return write_project(
+        tmp_path / name, {"tests/evil.test.js": body, "tests/good.test.js": GOOD_TEST}
+    )
 
 
 def run_case(tmp_path, image, body, *, args=None, limits=LIMITS, after=None):
@@ -46,13 +48,25 @@ def run_case(tmp_path, image, body, *, args=None, limits=LIMITS, after=None):
 
 def test_infinite_loop_times_out(tmp_path, image):
     # "timeout" is the harness's own deadline firing (2 s); the loop never ends by itself.
-    r = run_case(tmp_path, image, "test('spin', () => { for (;;) {} });\n", args={"test_file": "tests/evil.test.js", "timeout_s": 2})
+    r = run_case(
+        tmp_path,
+        image,
+        "test('spin', () => { for (;;) {} });\n",
+        args={"test_file": "tests/evil.test.js", "timeout_s": 2},
+    )
     assert r.status == "timeout"
 
 
 def test_async_sleep_past_deadline_times_out(tmp_path, image):
-    body = "test('sleeps', async () => { await new Promise(r => setTimeout(r, 60000)); }, 120000);\n"
-    assert run_case(tmp_path, image, body, args={"test_file": "tests/evil.test.js", "timeout_s": 2}).status == "timeout"
+    body = (
+        "test('sleeps', async () => { await new Promise(r => setTimeout(r, 60000)); }, 120000);\n"
+    )
+    assert (
+        run_case(
+            tmp_path, image, body, args={"test_file": "tests/evil.test.js", "timeout_s": 2}
+        ).status
+        == "timeout"
+    )
 
 
 def test_sandbox_recovers_after_a_timeout(tmp_path, image):
@@ -60,60 +74,97 @@ def test_sandbox_recovers_after_a_timeout(tmp_path, image):
         good = tools.call(sb, "jest_run", {"test_file": "tests/good.test.js"})
         assert (good.status, good.data["num_passed"]) == ("passed", 1)
 
-    r = run_case(tmp_path, image, "test('spin', () => { for (;;) {} });\n",
-                 args={"test_file": "tests/evil.test.js", "timeout_s": 2}, after=after)
+    r = run_case(
+        tmp_path,
+        image,
+        "test('spin', () => { for (;;) {} });\n",
+        args={"test_file": "tests/evil.test.js", "timeout_s": 2},
+        after=after,
+    )
     assert r.status == "timeout"
 
 
 def test_fork_bomb_is_contained(tmp_path, image):
-    body = ("const { execSync } = require('child_process');\n"
-            "test('bomb', () => { execSync(\"sh -c 'b() { b | b; }; b'\", { stdio: 'ignore' }); }, 60000);\n")
+    body = (
+        "const { execSync } = require('child_process');\n"
+        "test('bomb', () => { execSync(\"sh -c 'b() { b | b; }; b'\", { stdio: 'ignore' }); }, 60000);\n"
+    )
 
     def after(sb):  # the whole process group went with the deadline: the sandbox works again
         good = tools.call(sb, "jest_run", {"test_file": "tests/good.test.js"})
         assert good.status == "passed", good
 
-    r = run_case(tmp_path, image, body, args={"test_file": "tests/evil.test.js", "timeout_s": 3}, after=after)
-    assert r.status in ("timeout", "failed")  # fork fails (EAGAIN at the pids limit) or the deadline hits
+    r = run_case(
+        tmp_path, image, body, args={"test_file": "tests/evil.test.js", "timeout_s": 3}, after=after
+    )
+    assert r.status in (
+        "timeout",
+        "failed",
+    )  # fork fails (EAGAIN at the pids limit) or the deadline hits
 
 
 def test_heap_balloon_is_memory_limit(tmp_path, image):
     body = "test('balloon', () => { const a = []; for (;;) a.push(new Array(1e6).fill(7)); });\n"
-    assert run_case(tmp_path, image, body, args={"test_file": "tests/evil.test.js", "timeout_s": 20}).status == "memory_limit"
+    assert (
+        run_case(
+            tmp_path, image, body, args={"test_file": "tests/evil.test.js", "timeout_s": 20}
+        ).status
+        == "memory_limit"
+    )
 
 
 def test_buffer_balloon_is_memory_limit(tmp_path, image):
     body = "test('buffers', () => { const a = []; for (;;) a.push(Buffer.alloc(64 << 20, 1)); });\n"
-    assert run_case(tmp_path, image, body, args={"test_file": "tests/evil.test.js", "timeout_s": 20}).status == "memory_limit"
+    assert (
+        run_case(
+            tmp_path, image, body, args={"test_file": "tests/evil.test.js", "timeout_s": 20}
+        ).status
+        == "memory_limit"
+    )
 
 
 def test_tmpfs_fill_hits_enospc(tmp_path, image):
-    body = ("const fs = require('fs');\n"
-            "test('fill', () => { const b = Buffer.alloc(1 << 20, 1);\n"
-            "  for (let i = 0; i < 1000; i++) fs.writeFileSync('/scratch/tmp/fill' + i, b); });\n")
+    body = (
+        "const fs = require('fs');\n"
+        "test('fill', () => { const b = Buffer.alloc(1 << 20, 1);\n"
+        "  for (let i = 0; i < 1000; i++) fs.writeFileSync('/scratch/tmp/fill' + i, b); });\n"
+    )
     r = run_case(tmp_path, image, body)
-    assert r.status == "failed" and "ENOSPC" in str(r.data)  # the test's write, or Jest's own cache write
+    assert r.status == "failed" and "ENOSPC" in str(
+        r.data
+    )  # the test's write, or Jest's own cache write
 
 
 def test_write_to_read_only_root_fails(tmp_path, image):
     body = "test('write', () => { require('fs').writeFileSync('/usr/local/bin/node', 'x'); });\n"
     r = run_case(tmp_path, image, body)
-    assert r.status == "failed" and ("EROFS" in r.data["failed_tests"][0]["message"]
-                                     or "EACCES" in r.data["failed_tests"][0]["message"])
+    assert r.status == "failed" and (
+        "EROFS" in r.data["failed_tests"][0]["message"]
+        or "EACCES" in r.data["failed_tests"][0]["message"]
+    )
 
 
 def test_network_is_unreachable(tmp_path, image):
-    body = ("const net = require('net');\n"
-            "test('net', async () => { await new Promise((ok, bad) => {\n"
-            "  const s = net.connect(53, '1.1.1.1', () => ok()); s.on('error', bad); }); });\n")
+    body = (
+        "const net = require('net');\n"
+        "test('net', async () => { await new Promise((ok, bad) => {\n"
+        "  const s = net.connect(53, '1.1.1.1', () => ok()); s.on('error', bad); }); });\n"
+    )
     r = run_case(tmp_path, image, body)
     assert r.status == "failed" and "ENETUNREACH" in r.data["failed_tests"][0]["message"]
 
 
 def test_stdout_flood_is_output_limit(tmp_path, image):
-    body = ("test('flood', () => { const s = 'x'.repeat(1 << 20);\n"
-            "  for (let i = 0; i < 1024; i++) process.stdout.write(s); });\n")
-    assert run_case(tmp_path, image, body, args={"test_file": "tests/evil.test.js", "timeout_s": 20}).status == "output_limit"
+    body = (
+        "test('flood', () => { const s = 'x'.repeat(1 << 20);\n"
+        "  for (let i = 0; i < 1024; i++) process.stdout.write(s); });\n"
+    )
+    assert (
+        run_case(
+            tmp_path, image, body, args={"test_file": "tests/evil.test.js", "timeout_s": 20}
+        ).status
+        == "output_limit"
+    )
 
 
 def test_host_files_and_secrets_stay_out(tmp_path, image, monkeypatch):
@@ -121,10 +172,12 @@ def test_host_files_and_secrets_stay_out(tmp_path, image, monkeypatch):
     canary.write_text("HOST-SECRET-CANARY")
     monkeypatch.setenv("ETAI_TEST_SECRET", "ENV-SECRET-CANARY")
     read = "(p) => { try { return fs.readFileSync(p, 'utf8'); } catch (e) { return e.code; } }"
-    body = (f"const fs = require('fs');\nconst read = {read};\n"
-            f"test('steal', () => {{ const env = read('/proc/self/environ') + read('/proc/1/environ')\n"
-            f"  + JSON.stringify(process.env);\n"
-            f"  throw new Error('LEAK ' + read({str(canary)!r}) + ' ' + env); }});\n")
+    body = (
+        f"const fs = require('fs');\nconst read = {read};\n"
+        f"test('steal', () => {{ const env = read('/proc/self/environ') + read('/proc/1/environ')\n"
+        f"  + JSON.stringify(process.env);\n"
+        f"  throw new Error('LEAK ' + read({str(canary)!r}) + ' ' + env); }});\n"
+    )
     r = run_case(tmp_path, image, body)
     msg = r.data["failed_tests"][0]["message"]
     assert "LEAK ENOENT" in msg
@@ -139,9 +192,11 @@ def test_process_exit_zero_is_not_a_pass(tmp_path, image):
 
 
 def test_fake_jest_summary_is_not_a_pass(tmp_path, image):
-    body = ("process.stdout.write('Tests:       5 passed, 5 total\\n{\"success\":true,\"numFailedTests\":0}\\n');\n"
-            "console.log('PASS tests/evil.test.js');\n"
-            "test('real', () => { expect(1).toBe(2); });\n")
+    body = (
+        'process.stdout.write(\'Tests:       5 passed, 5 total\\n{"success":true,"numFailedTests":0}\\n\');\n'
+        "console.log('PASS tests/evil.test.js');\n"
+        "test('real', () => { expect(1).toBe(2); });\n"
+    )
     r = run_case(tmp_path, image, body)
     assert (r.status, r.data["num_failed"]) == ("failed", 1)
 
@@ -153,15 +208,22 @@ def test_exit_before_tests_in_full_run_is_not_a_pass(tmp_path, image):
 
 
 def test_editing_the_test_file_to_pass_is_not_green(tmp_path, image):
-    root = write_project(tmp_path / "edit", {"src/a.js": "module.exports = () => 1;\n",
-                                             "tests/a.test.js": "test('two', () => { expect(require('../src/a')()).toBe(2); });\n"})
+    root = write_project(
+        tmp_path / "edit",
+        {
+            "src/a.js": "module.exports = () => 1;\n",
+            "tests/a.test.js": "test('two', () => { expect(require('../src/a')()).toBe(2); });\n",
+        },
+    )
     sb = sandbox.start("docker", root, image=image, limits=LIMITS)
     try:
         base = take_baseline(sb, sb.test_files)
         tools.call(sb, "file_edit", {"file": "tests/a.test.js", "old": "toBe(2)", "new": "toBe(1)"})
         assert tools.call(sb, "jest_run", {}).status == "passed"  # the tests do pass now...
         v = verify(sb, base)
-        assert not v.green and "protected files changed: tests/a.test.js" in v.reason  # ...but it is not green
+        assert (
+            not v.green and "protected files changed: tests/a.test.js" in v.reason
+        )  # ...but it is not green
     finally:
         sb.close()
     assert sb.name not in _docker.leftovers()
@@ -170,19 +232,23 @@ def test_editing_the_test_file_to_pass_is_not_green(tmp_path, image):
 def test_tests_cannot_write_the_workspace(tmp_path, image):
     """The workspace belongs to the runner: a test (the agent's code) can neither change a file nor
     plant a symlink in it, and the sandbox user's own scratch space stays usable."""
-    body = ("const fs = require('fs');\n"
-            "const code = (f) => { try { f(); return 'ok'; } catch (e) { return e.code; } };\n"
-            "test('write', () => { throw new Error('CODES ' + [code(() => fs.writeFileSync('tests/good.test.js', 'x')),\n"
-            "  code(() => fs.symlinkSync('/etc/passwd', 'leak')), code(() => fs.mkdirSync('many')),\n"
-            "  code(() => fs.writeFileSync('/scratch/tmp/mine', 'x'))].join(' ')); });\n")
+    body = (
+        "const fs = require('fs');\n"
+        "const code = (f) => { try { f(); return 'ok'; } catch (e) { return e.code; } };\n"
+        "test('write', () => { throw new Error('CODES ' + [code(() => fs.writeFileSync('tests/good.test.js', 'x')),\n"
+        "  code(() => fs.symlinkSync('/etc/passwd', 'leak')), code(() => fs.mkdirSync('many')),\n"
+        "  code(() => fs.writeFileSync('/scratch/tmp/mine', 'x'))].join(' ')); });\n"
+    )
     r = run_case(tmp_path, image, body)
     assert "CODES EACCES EACCES EACCES ok" in r.data["failed_tests"][0]["message"]
 
 
 def test_symlink_out_of_the_workspace_is_refused(tmp_path):
     """Where a test can plant symlinks (the local sandbox, which has no users), the tools refuse them."""
-    body = ("const fs = require('fs');\n"
-            "test('link', () => { fs.symlinkSync('/etc/passwd', 'leak'); fs.symlinkSync('/etc', 'dir'); });\n")
+    body = (
+        "const fs = require('fs');\n"
+        "test('link', () => { fs.symlinkSync('/etc/passwd', 'leak'); fs.symlinkSync('/etc', 'dir'); });\n"
+    )
     with sandbox.start("local", hostile(tmp_path, body), limits=LIMITS) as sb:
         tools.call(sb, "jest_run", {"test_file": "tests/evil.test.js"})
         for path in ("leak", "dir/passwd"):
@@ -196,7 +262,10 @@ def test_jest_run_outside_the_workspace_is_the_error_other_tools_give(tmp_path):
     with sandbox.start("local", hostile(tmp_path, GOOD_TEST), limits=LIMITS) as sb:
         for path in ("../outside.test.js", "/etc/passwd", "tests/../../x.test.js"):
             r = tools.call(sb, "jest_run", {"test_file": path})
-            assert (r.status, r.error) == ("error", tools.call(sb, "file_read", {"file": path}).error)
+            assert (r.status, r.error) == (
+                "error",
+                tools.call(sb, "file_read", {"file": path}).error,
+            )
             assert "leaves the workspace" in r.error
 
 
@@ -219,13 +288,18 @@ def test_huge_number_of_files_is_bounded(tmp_path, image):
         r = tools.call(sb, "list_files", {"max": 500})
         assert r.ok and len(r.data["files"]) == 500 and r.data["truncated"]
         s = tools.call(sb, "search", {"pattern": "fine"})
-        assert s.ok and {m["file"] for m in s.data["matches"]} == {"tests/evil.test.js", "tests/good.test.js"}
+        assert s.ok and {m["file"] for m in s.data["matches"]} == {
+            "tests/evil.test.js",
+            "tests/good.test.js",
+        }
     assert sb.name not in _docker.leftovers()
 
 
 def test_non_utf8_output_is_replaced_not_crashed(tmp_path, image):
-    body = ("test('bytes', () => { process.stdout.write(Buffer.from([0xff, 0xfe, 0x41]));\n"
-            "  throw new Error('bad \\udcff byte ' + Buffer.from([0xc3, 0x28]).toString('latin1')); });\n")
+    body = (
+        "test('bytes', () => { process.stdout.write(Buffer.from([0xff, 0xfe, 0x41]));\n"
+        "  throw new Error('bad \\udcff byte ' + Buffer.from([0xc3, 0x28]).toString('latin1')); });\n"
+    )
 
     def after(sb):
         e = sb.exec(["sh", "-c", "printf '\\377\\376ok'"])
@@ -237,7 +311,13 @@ def test_non_utf8_output_is_replaced_not_crashed(tmp_path, image):
 
 def test_scratch_is_noexec_and_writable(tmp_path, image):
     def after(sb):
-        w = sb.exec(["sh", "-c", "echo 'echo hi' > /scratch/tmp/x.sh && chmod +x /scratch/tmp/x.sh && /scratch/tmp/x.sh"])
+        w = sb.exec(
+            [
+                "sh",
+                "-c",
+                "echo 'echo hi' > /scratch/tmp/x.sh && chmod +x /scratch/tmp/x.sh && /scratch/tmp/x.sh",
+            ]
+        )
         assert w.status == Status.FAILED and "denied" in w.stderr.lower()
         assert sb.exec(["sh", "-c", "touch /scratch/tmp/ok && id -u"]).stdout.strip() == "10001"
 

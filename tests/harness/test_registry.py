@@ -15,20 +15,23 @@ from harness.registry import Registry
 @pytest.fixture
 def plugin_dist(tmp_path, monkeypatch):
     """A distribution 'etai-widgets' on sys.path declaring entry points in group etai.widgets."""
-    (tmp_path / "etai_widgets.py").write_text(textwrap.dedent('''
+    (tmp_path / "etai_widgets.py").write_text(
+        textwrap.dedent('''
         def gadget():
             """A gadget from a plug-in.
 
             More text."""
             return "gadget"
         raise_on_load = None
-    '''))
+    ''')
+    )
     (tmp_path / "etai_widgets_broken.py").write_text("raise RuntimeError('cannot start')\n")
     info = tmp_path / "etai_widgets-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: etai-widgets\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(
-        "[etai.widgets]\ngadget = etai_widgets:gadget\nbroken = etai_widgets_broken:thing\n")
+        "[etai.widgets]\ngadget = etai_widgets:gadget\nbroken = etai_widgets_broken:thing\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
     for mod in ("etai_widgets", "etai_widgets_broken"):
@@ -51,8 +54,11 @@ def test_unknown_and_broken_names_raise_the_owners_error(plugin_dist):
     with pytest.raises(InputError) as e:
         reg.get("sprocket")
     assert str(e.value) == "--widget: unknown widget 'sprocket'; known: broken, gadget"
-    with pytest.raises(InputError, match=r"widget 'broken' from entry point 'etai_widgets_broken:thing' "
-                                         r"\(group etai.widgets\) failed to load: RuntimeError: cannot start"):
+    with pytest.raises(
+        InputError,
+        match=r"widget 'broken' from entry point 'etai_widgets_broken:thing' "
+        r"\(group etai.widgets\) failed to load: RuntimeError: cannot start",
+    ):
         reg.get("broken")
     with pytest.raises(InputError, match="expected a widget name, got 3"):
         reg.get(3)
@@ -95,17 +101,22 @@ def test_a_plugin_cannot_replace_a_builtin(plugin_dist):
     assert reg.get("gadget") is list and reg.names().count("gadget") == 1
 
 
-def test_builtin_modules_are_imported_on_first_use_and_optional_ones_may_be_absent(tmp_path, monkeypatch):
+def test_builtin_modules_are_imported_on_first_use_and_optional_ones_may_be_absent(
+    tmp_path, monkeypatch
+):
     (tmp_path / "etai_reg_builtin.py").write_text(
         "from harness.registry import Registry\nREG = Registry('thing', builtins=('etai_reg_builtin',),"
-        " optional=('etai_reg_absent_extra',))\nREG.register('one', 1)\n")
+        " optional=('etai_reg_absent_extra',))\nREG.register('one', 1)\n"
+    )
     (tmp_path / "etai_reg_buggy.py").write_text("import etai_reg_not_there\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     import etai_reg_builtin
 
     assert etai_reg_builtin.REG.names() == ("one",)
     buggy: Registry = Registry("thing", optional=("etai_reg_buggy",))
-    with pytest.raises(ImportError, match="etai_reg_not_there"):  # a bug inside a module is not "absent"
+    with pytest.raises(
+        ImportError, match="etai_reg_not_there"
+    ):  # a bug inside a module is not "absent"
         buggy.names()
     for mod in ("etai_reg_builtin", "etai_reg_buggy"):
         sys.modules.pop(mod, None)

@@ -36,7 +36,9 @@ def test_append_resume_and_terminal_status(tmp_path):
 
 def test_torn_last_line_is_ignored_and_cut_before_the_next_append(tmp_path):
     p = tmp_path / "results.jsonl"
-    p.write_text(json.dumps({"cache_key": "k1", "status": "passed"}) + "\n" + '{"cache_key": "k2", "sta')
+    p.write_text(
+        json.dumps({"cache_key": "k1", "status": "passed"}) + "\n" + '{"cache_key": "k2", "sta'
+    )
     assert [r["cache_key"] for r in read_rows(p)] == ["k1"]
     s = ResultStore(tmp_path)
     assert not s.has("k2")
@@ -47,7 +49,10 @@ def test_torn_last_line_is_ignored_and_cut_before_the_next_append(tmp_path):
 
 def test_duplicates_first_terminal_row_wins(tmp_path):
     p = tmp_path / "results.jsonl"
-    rows = [{"cache_key": "k", "status": "passed", "n": 1}, {"cache_key": "k", "status": "failed", "n": 2}]
+    rows = [
+        {"cache_key": "k", "status": "passed", "n": 1},
+        {"cache_key": "k", "status": "failed", "n": 2},
+    ]
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert read_rows(p) == [rows[0]]
 
@@ -107,13 +112,15 @@ def test_storage_error_anything_else_is_the_users_place(code):
 
 def test_read_rows_skips_bad_lines_and_keeps_the_first_of_two_infra_errors(tmp_path):
     p = tmp_path / "results.jsonl"
-    p.write_text('{"cache_key": "a", "status": "passed"}\n'
-                 "not json\n"
-                 "null\n"  # valid JSON but not a row (a hand-edited file): skipped, not a crash
-                 '{"status": "passed"}\n'  # a row without a key: skipped too (was a KeyError)
-                 '{"cache_key": "b", "status": "infra_error", "n": 1}\n'
-                 '{"cache_key": "b", "status": "infra_error", "n": 2}\n'
-                 '{"cache_key": "c", "status": "passed"}\n')
+    p.write_text(
+        '{"cache_key": "a", "status": "passed"}\n'
+        "not json\n"
+        "null\n"  # valid JSON but not a row (a hand-edited file): skipped, not a crash
+        '{"status": "passed"}\n'  # a row without a key: skipped too (was a KeyError)
+        '{"cache_key": "b", "status": "infra_error", "n": 1}\n'
+        '{"cache_key": "b", "status": "infra_error", "n": 2}\n'
+        '{"cache_key": "c", "status": "passed"}\n'
+    )
     got = [(r["cache_key"], r.get("n")) for r in read_rows(p)]
     assert got == [("a", None), ("b", 1), ("c", None)]
 
@@ -182,11 +189,14 @@ def test_a_failed_append_is_cut_back_to_the_rows_before(tmp_path, monkeypatch):
     assert (tmp_path / "results.jsonl").read_bytes() == before
 
 
-@pytest.mark.parametrize("torn", [
-    "{",  # a one-byte file: nothing but the torn row
-    '{}\n{"cache_key": "k2", "sta',  # a newline at byte 2 says nothing about the end of the file
-    '{"cache_key": "a"}\n{"cache_key": "b"}\n{"cache_k',  # two whole rows before the torn one
-])
+@pytest.mark.parametrize(
+    "torn",
+    [
+        "{",  # a one-byte file: nothing but the torn row
+        '{}\n{"cache_key": "k2", "sta',  # a newline at byte 2 says nothing about the end of the file
+        '{"cache_key": "a"}\n{"cache_key": "b"}\n{"cache_k',  # two whole rows before the torn one
+    ],
+)
 def test_torn_tail_is_cut_whatever_comes_before(tmp_path, torn):
     p = tmp_path / "results.jsonl"
     p.write_text(torn)
@@ -206,7 +216,8 @@ def test_run_folder_holds_the_folder_and_names_its_pid(tmp_path):
         assert err.value.holder == os.getpid() and err.value.where == str(tmp_path / "run")
         assert str(err.value) == (
             f"{tmp_path / 'run'}: the run folder is in use by another etai run "
-            f"(pid {os.getpid()}); wait for it to end or choose another --out")
+            f"(pid {os.getpid()}); wait for it to end or choose another --out"
+        )
         assert stat.S_IMODE((tmp_path / "run" / LOCK).stat().st_mode) == 0o644 & ~UMASK
         (f.path / "results.jsonl").write_text("")
     # released: the next run takes it (and the folder, not empty, stays)

@@ -16,19 +16,46 @@ from harness.cli import main
 from harness.results import read_rows
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-SOME = ["profile-display-name-null", "paginate-page-size-off-by-one", "checkout-missing-await",
-        "semver-unescaped-dot", "duration-seconds-padding", "retry-default-attempts"]
+SOME = [
+    "profile-display-name-null",
+    "paginate-page-size-off-by-one",
+    "checkout-missing-await",
+    "semver-unescaped-dot",
+    "duration-seconds-padding",
+    "retry-default-attempts",
+]
 
 
 def _etai(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def test_oracle_and_noop_on_the_bundled_suite(tmp_path, capsys, sandbox_starts):
     out = tmp_path / "run"
-    assert main(["run", "--suite", "jest-bugfix", "--agent", "oracle", "--agent", "noop", "--out", str(out),
-                 "--json", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--suite",
+                "jest-bugfix",
+                "--agent",
+                "oracle",
+                "--agent",
+                "noop",
+                "--out",
+                str(out),
+                "--json",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     oracle, noop = summary["agents"]["oracle"], summary["agents"]["noop"]
     # (JSON keys are strings)
@@ -38,12 +65,31 @@ def test_oracle_and_noop_on_the_bundled_suite(tmp_path, capsys, sandbox_starts):
     assert oracle["cursor"]["median_px"] == 0.0  # the oracle's first edit starts where the fix goes
     rows = read_rows(out / "results.jsonl")
     assert len(rows) == 2 * summary["n_sessions"] and all(r["cache_key"] for r in rows)
-    assert json.loads((out / "summary.json").read_text())["agents"]["oracle"]["n_valid"] == summary["n_sessions"]
+    assert (
+        json.loads((out / "summary.json").read_text())["agents"]["oracle"]["n_valid"]
+        == summary["n_sessions"]
+    )
     # The same command again runs nothing new (no sandbox at all) and reports the same numbers.
     assert sandbox_starts, "the first run started sandboxes"
     sandbox_starts.clear()
-    assert main(["run", "--suite", "jest-bugfix", "--agent", "oracle", "--agent", "noop", "--out", str(out),
-                 "--json", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--suite",
+                "jest-bugfix",
+                "--agent",
+                "oracle",
+                "--agent",
+                "noop",
+                "--out",
+                str(out),
+                "--json",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     again = json.loads(capsys.readouterr().out)
     assert again["agents"] == json.loads(json.dumps(summary["agents"]))
     assert sandbox_starts == []
@@ -52,8 +98,21 @@ def test_oracle_and_noop_on_the_bundled_suite(tmp_path, capsys, sandbox_starts):
 
 def test_sigkill_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path, containers_of):
     out = tmp_path / "run"
-    args = ["run", "--suite", "jest-bugfix", "--agent", "oracle", "--agent", "noop", "--out", str(out),
-            "--workers", "1", "--no-progress", *[a for s in SOME for a in ("--session", s)]]
+    args = [
+        "run",
+        "--suite",
+        "jest-bugfix",
+        "--agent",
+        "oracle",
+        "--agent",
+        "noop",
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+        "--no-progress",
+        *[a for s in SOME for a in ("--session", s)],
+    ]
     p = _etai(*args)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
@@ -69,15 +128,27 @@ def test_sigkill_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path, conta
     raw = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     keys = Counter(r["cache_key"] for r in raw)
     assert len(keys) == 2 * len(SOME) and set(keys.values()) == {1}, "every row exactly once"
-    assert {(r["session_id"], r["agent"]) for r in raw} == {(s, a) for s in SOME for a in ("oracle", "noop")}
+    assert {(r["session_id"], r["agent"]) for r in raw} == {
+        (s, a) for s in SOME for a in ("oracle", "noop")
+    }
     assert containers_of(p.pid) == [], "the rerun's reaper removed the killed run's containers"
     assert containers_of(p2.pid) == []
 
 
 def test_ctrl_c_removes_containers_and_keeps_rows(tmp_path, containers_of):
     out = tmp_path / "run"
-    p = _etai("run", "--suite", "jest-bugfix", "--agent", "oracle", "--out", str(out), "--workers", "2",
-              "--no-progress")
+    p = _etai(
+        "run",
+        "--suite",
+        "jest-bugfix",
+        "--agent",
+        "oracle",
+        "--out",
+        str(out),
+        "--workers",
+        "2",
+        "--no-progress",
+    )
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not (out / "results.jsonl").exists():
         time.sleep(0.1)
@@ -86,19 +157,45 @@ def test_ctrl_c_removes_containers_and_keeps_rows(tmp_path, containers_of):
     assert "interrupted" in p.stderr.read()
     assert containers_of(p.pid) == []
     rows = read_rows(out / "results.jsonl")
-    assert rows and all(r["status"] == "passed" for r in rows)  # no half-killed episode written as a result
+    assert rows and all(
+        r["status"] == "passed" for r in rows
+    )  # no half-killed episode written as a result
 
 
 def test_reference_broken_is_reported_and_excluded(tmp_path, capsys, make_suite):
     def break_it(s):
-        if s["session_id"] == "semver-unescaped-dot":  # the "fix" edits a comment instead of the regex
-            s["execution_trace"] = [{"step": 1, "tool_called": "file_read", "tool_args": {"file": "src/semver.js"},
-                                     "execution_result": {}}]
+        if (
+            s["session_id"] == "semver-unescaped-dot"
+        ):  # the "fix" edits a comment instead of the regex
+            s["execution_trace"] = [
+                {
+                    "step": 1,
+                    "tool_called": "file_read",
+                    "tool_args": {"file": "src/semver.js"},
+                    "execution_result": {},
+                }
+            ]
         return s
 
-    root = make_suite(tmp_path / "suite", ["semver-unescaped-dot", "retry-default-attempts"], break_it)
-    assert main(["run", "--suite", str(root), "--agent", "oracle", "--out", str(tmp_path / "r"), "--json",
-                 "--no-progress"]) == 0
+    root = make_suite(
+        tmp_path / "suite", ["semver-unescaped-dot", "retry-default-attempts"], break_it
+    )
+    assert (
+        main(
+            [
+                "run",
+                "--suite",
+                str(root),
+                "--agent",
+                "oracle",
+                "--out",
+                str(tmp_path / "r"),
+                "--json",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     m = json.loads(capsys.readouterr().out)["agents"]["oracle"]
     assert m["reference_broken"] == ["semver-unescaped-dot"]
     assert m["n_valid"] == 1 and m["path_accuracy"]["3"] == 1.0  # 1 of 1 valid, not 1 of 2
@@ -110,13 +207,43 @@ def test_replay_agent_counts_invalid_actions(tmp_path, capsys, make_suite):
     ref = json.loads((root / "sessions.jsonl").read_text())["execution_trace"]
     replay = tmp_path / "replay.jsonl"
     good = [{"tool": st["tool_called"], "args": st["tool_args"]} for st in ref]
-    replay.write_text("\n".join(json.dumps(r) for r in [
-        {"session_id": sid, "sample": 0, "actions": ["garbage", {"tool": "rm_rf", "args": {}}, *good]},
-        {"session_id": sid, "sample": 1, "actions": good},
-    ]) + "\n")
+    replay.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {
+                    "session_id": sid,
+                    "sample": 0,
+                    "actions": ["garbage", {"tool": "rm_rf", "args": {}}, *good],
+                },
+                {"session_id": sid, "sample": 1, "actions": good},
+            ]
+        )
+        + "\n"
+    )
     out = tmp_path / "r"
-    assert main(["run", "--suite", str(root), "--agent", f"replay:{replay}", "--samples", "2", "-k", "3",
-                 "--max-steps", "10", "--out", str(out), "--json", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--suite",
+                str(root),
+                "--agent",
+                f"replay:{replay}",
+                "--samples",
+                "2",
+                "-k",
+                "3",
+                "--max-steps",
+                "10",
+                "--out",
+                str(out),
+                "--json",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     m = json.loads(capsys.readouterr().out)["agents"][f"replay:{replay}"]
     rows = sorted(read_rows(out / "results.jsonl"), key=lambda r: r["sample"])
     assert [r["n_invalid"] for r in rows] == [2, 0]
@@ -129,19 +256,35 @@ def test_replay_agent_counts_invalid_actions(tmp_path, capsys, make_suite):
     assert m["invalid_actions"] == 2
 
 
-def test_a_changed_verifier_is_never_served_old_verdicts(tmp_path, capsys, make_suite, monkeypatch, _own_cache):
+def test_a_changed_verifier_is_never_served_old_verdicts(
+    tmp_path, capsys, make_suite, monkeypatch, _own_cache
+):
     """The preflight verdict cache is keyed by the grading code (harness.grading_digest), not only by
     the version string: the same session under changed grading code is replayed again."""
     import harness
 
     root = make_suite(tmp_path / "suite", ["retry-default-attempts"])
+
     def flights() -> list[dict]:  # this session's preflight verdicts (other tests share the cache)
         rows = read_rows(_own_cache / "preflight" / "results.jsonl")
         return [r for r in rows if r["session_id"] == "retry-default-attempts"]
 
     def run(out: str) -> None:
-        assert main(["run", "--suite", str(root), "--agent", "noop", "--out", str(tmp_path / out),
-                     "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    "--suite",
+                    str(root),
+                    "--agent",
+                    "noop",
+                    "--out",
+                    str(tmp_path / out),
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
         capsys.readouterr()
 
     run("a")
@@ -152,7 +295,9 @@ def test_a_changed_verifier_is_never_served_old_verdicts(tmp_path, capsys, make_
     monkeypatch.setattr(harness, "_digest", "0" * 16)  # what a changed verify.py digests to
     run("c")
     after = flights()
-    assert len(after) == len(before) + 1 and after[-1]["cache_key"] not in {r["cache_key"] for r in before}
+    assert len(after) == len(before) + 1 and after[-1]["cache_key"] not in {
+        r["cache_key"] for r in before
+    }
     assert after[-1]["ok"], "the fresh preflight judged the reference sound again"
 
 
@@ -173,7 +318,9 @@ def test_grading_digest_follows_the_grading_code_only(tmp_path):
                 f.write("\n# changed\n")
         # The copy's own __init__ (loaded by path: the editable install would win over PYTHONPATH),
         # which digests the files beside it.
-        spec = importlib.util.spec_from_file_location(f"harness_copy_{root.name}", root / "__init__.py")
+        spec = importlib.util.spec_from_file_location(
+            f"harness_copy_{root.name}", root / "__init__.py"
+        )
         copy = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(copy)
         assert copy.__file__ == str(root / "__init__.py")

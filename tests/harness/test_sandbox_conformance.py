@@ -36,7 +36,8 @@ def test_every_conformance_check_passes(kind, image, capsys):
     n = len(conformance.CHECKS)
     assert f"{kind}: {n} of {n} conformance checks passed" in out
     assert [line.split()[1] for line in out.splitlines() if line.startswith("ok")] == [
-        c.__name__ for c in conformance.CHECKS]
+        c.__name__ for c in conformance.CHECKS
+    ]
 
 
 class _Forgetful(LocalProvider):
@@ -61,8 +62,16 @@ def test_a_backend_that_breaks_a_check_fails_it(capsys, monkeypatch):
 
 def _raw_jest_report(s, timeout=60):
     """The warm hosts' whole report of a full run (jest_run keeps only each failure's first line)."""
-    answer = s.request("jest", {"test_files": None, "name_pattern": None, "timeout_ms": timeout * 1000,
-                                "output_cap": s.limits.output_cap}, timeout=timeout)
+    answer = s.request(
+        "jest",
+        {
+            "test_files": None,
+            "name_pattern": None,
+            "timeout_ms": timeout * 1000,
+            "output_cap": s.limits.output_cap,
+        },
+        timeout=timeout,
+    )
     return answer["report"]
 
 
@@ -73,12 +82,12 @@ STOCK = {
     "src/__mocks__/api.js": "exports.get = () => 'mocked';\n",
     "src/parse.js": "exports.parse = (s) => s.trim().split(',').map(Number);\n",
     "tests/mock.test.js": "jest.mock('../src/api');\nconst api = require('../src/api');\n"
-                          "test('manual mock', () => expect(api.get()).toBe('mocked'));\n"
-                          "test('virtual', () => { jest.doMock('nowhere', () => 7, { virtual: true }); "
-                          "expect(require('nowhere')).toBe(7); });\n",
+    "test('manual mock', () => expect(api.get()).toBe('mocked'));\n"
+    "test('virtual', () => { jest.doMock('nowhere', () => 7, { virtual: true }); "
+    "expect(require('nowhere')).toBe(7); });\n",
     "tests/parse.test.js": "const { parse } = require('../src/parse');\n"
-                           "test('throws', () => expect(parse(null)).toEqual([]));\n"
-                           "test('snapshot', () => expect(parse(' 1,2')).toMatchInlineSnapshot(`\n[\n  1,\n  3,\n]\n`));\n",
+    "test('throws', () => expect(parse(null)).toEqual([]));\n"
+    "test('snapshot', () => expect(parse(' 1,2')).toMatchInlineSnapshot(`\n[\n  1,\n  3,\n]\n`));\n",
 }
 
 
@@ -87,16 +96,36 @@ def test_warm_jest_reports_what_stock_jest_reports(tmp_path, make_project, image
     the same tests, statuses and failure messages, byte for byte, on the second warm run too."""
     root = make_project(tmp_path / "stock", STOCK)
     with sandbox.start("docker", root, image=image) as s:
-        stock = s.exec(["node", "/opt/etai/node_modules/jest/bin/jest.js", "--ci", "--json", "--silent"], timeout=60)
+        stock = s.exec(
+            ["node", "/opt/etai/node_modules/jest/bin/jest.js", "--ci", "--json", "--silent"],
+            timeout=60,
+        )
         report = json.loads(stock.stdout)
-        want = {(r["name"].removeprefix("/scratch/ws/"), t["fullName"], t["status"], tuple(t["failureMessages"]))
-                for r in report["testResults"] for t in r["assertionResults"]}
-        want_files = {r["name"].removeprefix("/scratch/ws/"): r["message"] for r in report["testResults"]}
-        assert len(want) == 10 and report["numFailedTests"] == 3 and report["numRuntimeErrorTestSuites"] == 1
+        want = {
+            (
+                r["name"].removeprefix("/scratch/ws/"),
+                t["fullName"],
+                t["status"],
+                tuple(t["failureMessages"]),
+            )
+            for r in report["testResults"]
+            for t in r["assertionResults"]
+        }
+        want_files = {
+            r["name"].removeprefix("/scratch/ws/"): r["message"] for r in report["testResults"]
+        }
+        assert (
+            len(want) == 10
+            and report["numFailedTests"] == 3
+            and report["numRuntimeErrorTestSuites"] == 1
+        )
         for _ in range(2):
             report = _raw_jest_report(s)
-            got = {(r["file"], t["name"], t["status"], tuple(t["failureMessages"]))
-                   for r in report["testResults"] for t in r["tests"]}
+            got = {
+                (r["file"], t["name"], t["status"], tuple(t["failureMessages"]))
+                for r in report["testResults"]
+                for t in r["tests"]
+            }
             assert got == want
             got_files = {r["file"]: r["failureMessage"] or "" for r in report["testResults"]}
             assert got_files == want_files

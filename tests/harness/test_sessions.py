@@ -25,7 +25,9 @@ def test_bundled_suite_is_valid_and_covers_the_brief():
     assert len({s.intent for s in suite.sessions}) >= 6
     for s in suite.sessions:
         assert 2 <= len(s.execution_trace) <= 4
-        assert all(st.execution_result for st in s.execution_trace), f"{s.session_id} is not recorded"
+        assert all(st.execution_result for st in s.execution_trace), (
+            f"{s.session_id} is not recorded"
+        )
         assert s.ide_context.viewport.line_height_px > 0
 
 
@@ -71,29 +73,91 @@ SID = "line 1 (session profile-display-name-null)"
 CASES = [
     ("user_instruction", _DELETE, f"{SID}: user_instruction: missing"),
     ("final_output", 42, f"{SID}: final_output: must be a string, got int"),
-    ("intent", "make_it_work", f"{SID}: intent: unknown intent 'make_it_work'; known: fix_test_failure, "),
-    ("execution_trace.0.tool_called", "run_shell", f"{SID}: execution_trace[0].tool_called: unknown tool 'run_shell'; known: jest_run, "),
-    ("execution_trace.1.tool_args", {"path": "src/profile.js"}, f"{SID}: execution_trace[1].tool_args: bad arguments for file_read (arguments): "),
-    ("execution_trace.2.tool_args.old", 7, f"{SID}: execution_trace[2].tool_args: bad arguments for file_edit (old): 7 is not of type 'string'"),
-    ("execution_trace.1.step", 5, f"{SID}: execution_trace[1].step: steps must be numbered 1..n in order; expected 2, got 5"),
+    (
+        "intent",
+        "make_it_work",
+        f"{SID}: intent: unknown intent 'make_it_work'; known: fix_test_failure, ",
+    ),
+    (
+        "execution_trace.0.tool_called",
+        "run_shell",
+        f"{SID}: execution_trace[0].tool_called: unknown tool 'run_shell'; known: jest_run, ",
+    ),
+    (
+        "execution_trace.1.tool_args",
+        {"path": "src/profile.js"},
+        f"{SID}: execution_trace[1].tool_args: bad arguments for file_read (arguments): ",
+    ),
+    (
+        "execution_trace.2.tool_args.old",
+        7,
+        f"{SID}: execution_trace[2].tool_args: bad arguments for file_edit (old): 7 is not of type 'string'",
+    ),
+    (
+        "execution_trace.1.step",
+        5,
+        f"{SID}: execution_trace[1].step: steps must be numbered 1..n in order; expected 2, got 5",
+    ),
     ("execution_trace", [], f"{SID}: execution_trace: must hold at least one step"),
-    ("workspace", "workspaces/nowhere", f"{SID}: workspace: folder workspaces/nowhere does not exist"),
-    ("ide_context.cursor_position.line", 999, f"{SID}: ide_context.cursor_position.line: line 999 is outside tests/profile.test.js (1.."),
-    ("ide_context.cursor_position.column", 500, f"{SID}: ide_context.cursor_position.column: column 500 is outside line "),
-    ("ide_context.open_files", ["src/missing.js"], f"{SID}: ide_context.open_files[0]: src/missing.js is not a file of the workspace"),
-    ("ide_context.viewport.line_height_px", 0, f"{SID}: ide_context.viewport.line_height_px: must be positive, got 0"),
-    ("ide_context.viewport.zoom", "big", f"{SID}: ide_context.viewport.zoom: must be a number, got str"),
-    ("cursor_target.placement", "middle", f"{SID}: cursor_target.placement: must be 'before' or 'after', got 'middle'"),
-    ("cursor_target.file", "src/nope.js", f"{SID}: cursor_target.file: src/nope.js is not a text file of the workspace"),
+    (
+        "workspace",
+        "workspaces/nowhere",
+        f"{SID}: workspace: folder workspaces/nowhere does not exist",
+    ),
+    (
+        "ide_context.cursor_position.line",
+        999,
+        f"{SID}: ide_context.cursor_position.line: line 999 is outside tests/profile.test.js (1..",
+    ),
+    (
+        "ide_context.cursor_position.column",
+        500,
+        f"{SID}: ide_context.cursor_position.column: column 500 is outside line ",
+    ),
+    (
+        "ide_context.open_files",
+        ["src/missing.js"],
+        f"{SID}: ide_context.open_files[0]: src/missing.js is not a file of the workspace",
+    ),
+    (
+        "ide_context.viewport.line_height_px",
+        0,
+        f"{SID}: ide_context.viewport.line_height_px: must be positive, got 0",
+    ),
+    (
+        "ide_context.viewport.zoom",
+        "big",
+        f"{SID}: ide_context.viewport.zoom: must be a number, got str",
+    ),
+    (
+        "cursor_target.placement",
+        "middle",
+        f"{SID}: cursor_target.placement: must be 'before' or 'after', got 'middle'",
+    ),
+    (
+        "cursor_target.file",
+        "src/nope.js",
+        f"{SID}: cursor_target.file: src/nope.js is not a text file of the workspace",
+    ),
     ("cursor_target", _DELETE, f"{SID}: cursor_target: missing"),
-    ("verify.test_files", ["tests/ghost.test.js"], f"{SID}: verify.test_files: tests/ghost.test.js is not a file of the workspace"),
-    ("ide_context.git_status", None, f"{SID}: ide_context.git_status: must be a string, got NoneType"),
+    (
+        "verify.test_files",
+        ["tests/ghost.test.js"],
+        f"{SID}: verify.test_files: tests/ghost.test.js is not a file of the workspace",
+    ),
+    (
+        "ide_context.git_status",
+        None,
+        f"{SID}: ide_context.git_status: must be a string, got NoneType",
+    ),
     ("session_id", 12, "line 1: session_id: must be a string, got int"),
 ]
 
 
 @pytest.mark.parametrize("path,value,expected", CASES, ids=[c[0] for c in CASES])
-def test_malformed_session_names_session_field_and_reason(one_session_suite, capsys, path, value, expected):
+def test_malformed_session_names_session_field_and_reason(
+    one_session_suite, capsys, path, value, expected
+):
     first, write = one_session_suite
     root = write(_mutate(first, path, value))
     with pytest.raises(InputError) as e:
@@ -110,13 +174,21 @@ def test_duplicate_ids_bad_json_and_non_object_lines(one_session_suite):
         load_suite(root)
     msg = str(e.value)
     assert "3 problem(s)" in msg
-    assert "line 2 (session profile-display-name-null): session_id: duplicate id, first on line 1" in msg
-    assert "line 3: json: not valid JSON (Expecting property name enclosed in double quotes at column 2)" in msg
+    assert (
+        "line 2 (session profile-display-name-null): session_id: duplicate id, first on line 1"
+        in msg
+    )
+    assert (
+        "line 3: json: not valid JSON (Expecting property name enclosed in double quotes at column 2)"
+        in msg
+    )
     assert "line 4: session: must be a JSON object, got list" in msg
 
 
 def test_unknown_suite_name_lists_bundled_ones():
-    with pytest.raises(InputError, match="no suite folder or bundled suite named 'nope'; bundled: .*jest-bugfix"):
+    with pytest.raises(
+        InputError, match="no suite folder or bundled suite named 'nope'; bundled: .*jest-bugfix"
+    ):
         load_suite("nope")
 
 
@@ -130,7 +202,12 @@ def test_run_refuses_a_bad_suite_before_anything_runs(one_session_suite, tmp_pat
 
 
 def test_run_refuses_an_unknown_agent(tmp_path, capsys):
-    assert main(["run", "--suite", "jest-bugfix", "--agent", "gpt-magic", "--out", str(tmp_path / "r")]) == 2
+    assert (
+        main(
+            ["run", "--suite", "jest-bugfix", "--agent", "gpt-magic", "--out", str(tmp_path / "r")]
+        )
+        == 2
+    )
     assert "unknown agent 'gpt-magic'; known: " in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
 
@@ -140,20 +217,31 @@ def test_run_refuses_an_unknown_agent(tmp_path, capsys):
 # load_suite returns the suite or raises one InputError whose problems each name their line, never
 # another exception. Examples are derandomized (the same ones every run, so a failure reproduces and
 # mutation testing sees a fixed test) and not stored (no .hypothesis folder in the checkout).
-PROPERTY = settings(max_examples=150, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-                    max_leaves=8)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 # A junk line: text (no newline: one line each), any JSON value, bytes that may not be UTF-8, or
 # JSON that Python's parser refuses with something other than JSONDecodeError (an integer over its
 # 4300-digit limit, nesting deeper than its recursion limit).
-JUNK = st.one_of(st.text(max_size=40).map(lambda s: s.replace("\n", " ")),
-                 JSON.map(lambda v: json.dumps(v)),
-                 st.binary(max_size=20).map(lambda b: b.replace(b"\n", b" ")),
-                 st.integers(3000, 6000).map(lambda n: "7" * n),
-                 st.integers(100, 50_000).map(lambda n: "[" * n + "]" * n))
+JUNK = st.one_of(
+    st.text(max_size=40).map(lambda s: s.replace("\n", " ")),
+    JSON.map(lambda v: json.dumps(v)),
+    st.binary(max_size=20).map(lambda b: b.replace(b"\n", b" ")),
+    st.integers(3000, 6000).map(lambda n: "7" * n),
+    st.integers(100, 50_000).map(lambda n: "[" * n + "]" * n),
+)
 
 
 @pytest.fixture(scope="module")
@@ -166,8 +254,10 @@ def property_suite(tmp_path_factory):
 
 
 def _write_lines(root: Path, lines: list[str | bytes]) -> None:
-    (root / "sessions.jsonl").write_bytes(b"\n".join(x if isinstance(x, bytes) else x.encode("utf-8", "surrogatepass")
-                                                     for x in lines) + b"\n")
+    (root / "sessions.jsonl").write_bytes(
+        b"\n".join(x if isinstance(x, bytes) else x.encode("utf-8", "surrogatepass") for x in lines)
+        + b"\n"
+    )
 
 
 def _problem_lines(err: InputError) -> list[str]:
@@ -204,7 +294,13 @@ def test_property_junk_lines_are_named_by_line(property_suite, junk):
 def _paths(value, prefix=()) -> list[tuple]:
     """Every place in a JSON value (dict keys and list indices), outermost first."""
     out = []
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
     for k, v in items:
         out.append((*prefix, k))
         out += _paths(v, (*prefix, k))
@@ -217,7 +313,9 @@ DELETE = object()
 
 @PROPERTY
 @given(where=st.sampled_from(_paths(FIRST)), value=st.one_of(st.just(DELETE), JSON))
-def test_property_any_field_of_a_session_replaced_is_a_named_problem_or_still_valid(property_suite, where, value):
+def test_property_any_field_of_a_session_replaced_is_a_named_problem_or_still_valid(
+    property_suite, where, value
+):
     """One field of a valid session replaced by any JSON value (or removed): the session loads, or
     each problem names line 1 and the field's top-level name; never another exception."""
     first, root = property_suite
@@ -243,9 +341,16 @@ def test_property_any_field_of_a_session_replaced_is_a_named_problem_or_still_va
 
 
 # Path fields: text that no file system holds (NUL bytes, lone surrogates) among ordinary names.
-PATHISH = st.lists(st.sampled_from(["a", "b", ".", "/", "..", "src", "\0", "\ud800", "é", " "]), max_size=8).map("".join)
-PATH_FIELDS = ["workspace", "cursor_target.file", "ide_context.cursor_position.file", "ide_context.open_files.0",
-               "verify.test_files.0"]
+PATHISH = st.lists(
+    st.sampled_from(["a", "b", ".", "/", "..", "src", "\0", "\ud800", "é", " "]), max_size=8
+).map("".join)
+PATH_FIELDS = [
+    "workspace",
+    "cursor_target.file",
+    "ide_context.cursor_position.file",
+    "ide_context.open_files.0",
+    "verify.test_files.0",
+]
 
 
 @PROPERTY
@@ -285,10 +390,17 @@ def test_property_a_loaded_viewport_is_finite_and_positive(property_suite, key, 
         assert got >= 0 if key in ("scroll_top_line", "gutter_px") else got > 0
 
 
-@pytest.mark.parametrize("line,problem", [
-    ("1" * 5000, "line 1: json: not valid JSON (ValueError: Exceeds the limit (4300 digits)"),
-    ("[" * 100_000 + "]" * 100_000, "line 1: json: not valid JSON (RecursionError: maximum recursion depth"),
-], ids=["huge-integer", "deep-nesting"])
+@pytest.mark.parametrize(
+    "line,problem",
+    [
+        ("1" * 5000, "line 1: json: not valid JSON (ValueError: Exceeds the limit (4300 digits)"),
+        (
+            "[" * 100_000 + "]" * 100_000,
+            "line 1: json: not valid JSON (RecursionError: maximum recursion depth",
+        ),
+    ],
+    ids=["huge-integer", "deep-nesting"],
+)
 def test_json_that_python_cannot_hold_is_a_named_problem(one_session_suite, line, problem):
     """These raised ValueError and RecursionError out of load_suite (the junk-line property finds them too)."""
     _, write = one_session_suite
@@ -297,13 +409,24 @@ def test_json_that_python_cannot_hold_is_a_named_problem(one_session_suite, line
     assert problem in str(e.value)
 
 
-@pytest.mark.parametrize("path,value,expected", [
-    ("workspace", "work\0spaces", f"{SID}: workspace: 'work\\x00spaces' is not a usable path"),
-    ("workspace", "\ud800", f"{SID}: workspace: '\\ud800' is not a usable path"),
-    ("ide_context.viewport.zoom", float("nan"), f"{SID}: ide_context.viewport.zoom: must be a finite number, got nan"),
-    ("ide_context.viewport.line_height_px", float("inf"),
-     f"{SID}: ide_context.viewport.line_height_px: must be a finite number, got inf"),
-], ids=["nul-byte", "lone-surrogate", "nan", "infinity"])
+@pytest.mark.parametrize(
+    "path,value,expected",
+    [
+        ("workspace", "work\0spaces", f"{SID}: workspace: 'work\\x00spaces' is not a usable path"),
+        ("workspace", "\ud800", f"{SID}: workspace: '\\ud800' is not a usable path"),
+        (
+            "ide_context.viewport.zoom",
+            float("nan"),
+            f"{SID}: ide_context.viewport.zoom: must be a finite number, got nan",
+        ),
+        (
+            "ide_context.viewport.line_height_px",
+            float("inf"),
+            f"{SID}: ide_context.viewport.line_height_px: must be a finite number, got inf",
+        ),
+    ],
+    ids=["nul-byte", "lone-surrogate", "nan", "infinity"],
+)
 def test_fields_python_reads_but_the_sandbox_cannot_use(one_session_suite, path, value, expected):
     """A workspace path the OS cannot hold raised ValueError; NaN and Infinity (json.loads reads
     them) were accepted as viewport sizes, making every cursor error NaN (the properties above find

@@ -65,17 +65,36 @@ def sessions(image):
 def _episode(image, tmp: Path, technique, st, s, flight, *, guard=True):
     folder = tmp / ("on" if guard else "off") / technique.name / s.session_id
     folder.mkdir(parents=True, exist_ok=True)
-    agent = from_spec(f"replay:{tamper_corpus.replay_file(technique, [s], folder)}", AgentContext(st, {}))
-    return run_episode(s, agent, 0, start_sandbox=_start(image, guard), k=3, max_steps=10,
-                       passing=flight["passing"] if guard else None,
-                       gold=Gold.from_json(flight["gold"]) if guard else None)
+    agent = from_spec(
+        f"replay:{tamper_corpus.replay_file(technique, [s], folder)}", AgentContext(st, {})
+    )
+    return run_episode(
+        s,
+        agent,
+        0,
+        start_sandbox=_start(image, guard),
+        k=3,
+        max_steps=10,
+        passing=flight["passing"] if guard else None,
+        gold=Gold.from_json(flight["gold"]) if guard else None,
+    )
 
 
 def test_corpus_covers_the_attack_surface():
-    assert len(set(tamper_corpus.names())) == len(tamper_corpus.TECHNIQUES) and set(tamper_corpus.CORE) <= set(
-        tamper_corpus.names())
-    categories = {"framework globals", "matcher table", "intrinsics", "values", "module system", "file system",
-                  "process", "timing", "context boundary"}
+    assert len(set(tamper_corpus.names())) == len(tamper_corpus.TECHNIQUES) and set(
+        tamper_corpus.CORE
+    ) <= set(tamper_corpus.names())
+    categories = {
+        "framework globals",
+        "matcher table",
+        "intrinsics",
+        "values",
+        "module system",
+        "file system",
+        "process",
+        "timing",
+        "context boundary",
+    }
     for chosen in (tamper_corpus.selected(False), tamper_corpus.selected(True)):
         assert len(chosen) >= 20 and {t.category for t in chosen} == categories
 
@@ -85,45 +104,73 @@ def test_no_technique_passes_on_any_session(image, sessions, tmp_path):
     jobs = [(t, st, s, f) for t in TECHNIQUES for st, s, f in sessions]
     with ThreadPoolExecutor(2) as ex:
         rows = list(ex.map(lambda j: (j[0], j[2], _episode(image, tmp_path, *j)), jobs))
-    infra = [(t.name, s.session_id, r["reason"]) for t, s, r in rows if r["status"] == "infra_error"]
+    infra = [
+        (t.name, s.session_id, r["reason"]) for t, s, r in rows if r["status"] == "infra_error"
+    ]
     assert not infra, infra  # an infra error would hide a verdict
-    false_green = [(t.name, s.session_id, r["status"]) for t, s, r in rows
-                   if r["status"] == "passed" or r["green"] or r["steps_to_green"] is not None]
+    false_green = [
+        (t.name, s.session_id, r["status"])
+        for t, s, r in rows
+        if r["status"] == "passed" or r["green"] or r["steps_to_green"] is not None
+    ]
     by_technique = {}
     for t, s, r in rows:
-        d = by_technique.setdefault(t.name, {"category": t.category, "statuses": Counter(), "checks": Counter()})
+        d = by_technique.setdefault(
+            t.name, {"category": t.category, "statuses": Counter(), "checks": Counter()}
+        )
         d["statuses"][r["status"]] += 1
         d["checks"].update(r["checks"][:1])
-    print(json.dumps({"sessions": len(sessions), "techniques": by_technique}, indent=1, default=dict))
+    print(
+        json.dumps({"sessions": len(sessions), "techniques": by_technique}, indent=1, default=dict)
+    )
     assert not false_green, false_green
     assert len(rows) == len(TECHNIQUES) * len(sessions)
     # the tampered status is in use: most techniques are caught, not merely stopped
-    assert sum(1 for d in by_technique.values() if d["statuses"]["tampered"]) >= len(TECHNIQUES) // 2
+    assert (
+        sum(1 for d in by_technique.values() if d["statuses"]["tampered"]) >= len(TECHNIQUES) // 2
+    )
 
 
 def test_techniques_are_real_attacks_without_the_guard(image, sessions, tmp_path):
     """The same techniques against plain Jest (the guard off, the old verdict rules): many would pass.
     This is what makes the test above able to fail."""
-    picked = [(st, s, f) for st, s, f in sessions if s.session_id in ("slugify", "checkout-missing-await")]
+    picked = [
+        (st, s, f) for st, s, f in sessions if s.session_id in ("slugify", "checkout-missing-await")
+    ]
     jobs = [(t, st, s, f) for t in TECHNIQUES for st, s, f in picked]
     with ThreadPoolExecutor(2) as ex:
         rows = list(ex.map(lambda j: (j[0].name, _episode(image, tmp_path, *j, guard=False)), jobs))
     green = sorted({name for name, r in rows if r["green"]})
     assert len(green) >= 10, green
-    assert {"global-test-noop", "extend-overrides-builtins", "matcher-table-write", "array-push-drops-errors",
-            "circus-state-noop-tests", "host-function-constructor", "vm-run-in-this-context"} <= set(green)
+    assert {
+        "global-test-noop",
+        "extend-overrides-builtins",
+        "matcher-table-write",
+        "array-push-drops-errors",
+        "circus-state-noop-tests",
+        "host-function-constructor",
+        "vm-run-in-this-context",
+    } <= set(green)
 
 
 def test_legitimate_tests_stay_green_and_match_stock_jest(image, make_project, tmp_path):
     files = {k: v for k, v in legit_corpus.FILES.items() if v is not None}
     root = make_project(tmp_path / "legit", files, legit_corpus.CONFIG)
     with sandbox.start("docker", root, image=image) as sb:
-        stock = sb.exec(["node", "/opt/etai/node_modules/jest/bin/jest.js", "--ci", "--json", "--silent"], timeout=60)
+        stock = sb.exec(
+            ["node", "/opt/etai/node_modules/jest/bin/jest.js", "--ci", "--json", "--silent"],
+            timeout=60,
+        )
         report = json.loads(stock.stdout)
-        want = sorted((r["name"].removeprefix("/scratch/ws/"), t["fullName"], t["status"])
-                      for r in report["testResults"] for t in r["assertionResults"])
+        want = sorted(
+            (r["name"].removeprefix("/scratch/ws/"), t["fullName"], t["status"])
+            for r in report["testResults"]
+            for t in r["assertionResults"]
+        )
         for _ in range(2):  # the second run is on hosts that already ran every file
-            answer = sb.request("jest", {"timeout_ms": 60000, "output_cap": sb.limits.output_cap}, timeout=60)
+            answer = sb.request(
+                "jest", {"timeout_ms": 60000, "output_cap": sb.limits.output_cap}, timeout=60
+            )
             run = from_runner(answer)
             assert run.status == Status.PASSED and not run.tamper, (run.reason, run.failed_tests)
             got = sorted((t.file, t.name, t.status) for t in run.tests)

@@ -34,8 +34,16 @@ def t(name: str, status: str = "passed", asserts: int = 2, file: str = F) -> Tes
 
 
 def test_gold_takes_tests_passing_in_every_run_with_their_fewest_assertions():
-    runs = [[t("x", asserts=3), t("y", asserts=2), t("y", asserts=5), t("flaky"), t("other", file="tests/b.test.js")],
-            [t("x", asserts=2), t("y", asserts=4), t("y", asserts=5), t("flaky", "failed")]]
+    runs = [
+        [
+            t("x", asserts=3),
+            t("y", asserts=2),
+            t("y", asserts=5),
+            t("flaky"),
+            t("other", file="tests/b.test.js"),
+        ],
+        [t("x", asserts=2), t("y", asserts=4), t("y", asserts=5), t("flaky", "failed")],
+    ]
     gold = Gold.from_outcomes(runs, [F])
     assert dict(gold.tests) == {f"{F}::x": (1, 2), f"{F}::y": (2, 2)}
     assert Gold.from_json(gold.to_json()) == gold and Gold.from_json(None) is None
@@ -46,31 +54,66 @@ def test_gold_rule_names_the_first_shortfall():
     gold = Gold({f"{F}::x": (1, 2), f"{F}::y": (2, 1)})
     ok = [t("x", asserts=2), t("y", asserts=1), t("y", asserts=9)]
     assert _gold_problem(gold, ok) is None
-    assert _gold_problem(gold, [t("x", asserts=3), t("y", asserts=1), t("y")]) is None  # more is fine
+    assert (
+        _gold_problem(gold, [t("x", asserts=3), t("y", asserts=1), t("y")]) is None
+    )  # more is fine
     assert "passed with 0 passing assertion(s), the reference made 2" in _gold_problem(
-        gold, [t("x", asserts=0), t("y"), t("y")])
-    assert "1 test(s) with this name ran, the reference had 2" in _gold_problem(gold, [t("x"), t("y")])
+        gold, [t("x", asserts=0), t("y"), t("y")]
+    )
+    assert "1 test(s) with this name ran, the reference had 2" in _gold_problem(
+        gold, [t("x"), t("y")]
+    )
     assert "3 test(s) with this name ran" in _gold_problem(gold, [t("x"), t("y"), t("y"), t("y")])
     assert _gold_problem(gold, [t("x", "pending"), t("y"), t("y")]) == f"{F}::x: pending"
     assert "0 test(s) with this name ran" in _gold_problem(gold, [t("y"), t("y")])
-    assert _gold_problem(Gold({f"{F}::z": (1, 0)}), [t("z", asserts=0)]) is None  # no expect at all: allowed
+    assert (
+        _gold_problem(Gold({f"{F}::z": (1, 0)}), [t("z", asserts=0)]) is None
+    )  # no expect at all: allowed
 
 
-PATHS = ["tests/a.test.js", "tests/helpers/data.json", "test/x.js", "spec/y.js", "src/__tests__/z.js",
-         "src/__mocks__/api.js", "src/__snapshots__/a.snap", "lib/__fixtures__/f.txt", "src/a.test.js",
-         "src/a.spec.ts", "package.json", "jest.config.js", "babel.config.cjs", ".babelrc", "src/.babelrc.json",
-         "tsconfig.build.json", "src/a.js", "src/tests.js", "src/test/a.js", "node_modules/x/package.json",
-         "lib/fixtures/data.json", "README.md", "src/testing.js",
-         "tests", "spec"]  # a file named like a test folder, at the top: not a folder of tests
+PATHS = [
+    "tests/a.test.js",
+    "tests/helpers/data.json",
+    "test/x.js",
+    "spec/y.js",
+    "src/__tests__/z.js",
+    "src/__mocks__/api.js",
+    "src/__snapshots__/a.snap",
+    "lib/__fixtures__/f.txt",
+    "src/a.test.js",
+    "src/a.spec.ts",
+    "package.json",
+    "jest.config.js",
+    "babel.config.cjs",
+    ".babelrc",
+    "src/.babelrc.json",
+    "tsconfig.build.json",
+    "src/a.js",
+    "src/tests.js",
+    "src/test/a.js",
+    "node_modules/x/package.json",
+    "lib/fixtures/data.json",
+    "README.md",
+    "src/testing.js",
+    "tests",
+    "spec",
+]  # a file named like a test folder, at the top: not a folder of tests
 
 
 def test_protected_set_is_the_same_in_the_guard_and_in_verify():
     want = {p: is_protected(p) for p in PATHS}
     assert [p for p, v in want.items() if v] == PATHS[:16]
-    script = (f"const g = require({json.dumps(str(image.RECIPE / 'runner' / 'guard.js'))});"
-              f"console.log(JSON.stringify({json.dumps(PATHS)}.map((p) => g.isProtected('/w/' + p))));")
-    out = subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True,
-                         env={"PATH": "/usr/local/bin:/usr/bin:/bin", "ETAI_WORKSPACE": "/w"}).stdout
+    script = (
+        f"const g = require({json.dumps(str(image.RECIPE / 'runner' / 'guard.js'))});"
+        f"console.log(JSON.stringify({json.dumps(PATHS)}.map((p) => g.isProtected('/w/' + p))));"
+    )
+    out = subprocess.run(
+        ["node", "-e", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "ETAI_WORKSPACE": "/w"},
+    ).stdout
     assert dict(zip(PATHS, json.loads(out))) == want
 
 
@@ -87,29 +130,69 @@ def test_protected_paths_add_the_listed_and_the_usual_config_names():
 # here that runs in milliseconds, with the runner's answers written out by hand.
 
 W = "tests/w.test.js"  # a verification file
-O = "tests/o.test.js"  # another test file of the workspace (not verified)
-CLEAN = {"package.json": "pkg-hash", W: "w-hash", O: "o-hash"}  # protected file -> sha256 (None: absent)
+OTHER = "tests/o.test.js"  # another test file of the workspace (not verified)
+CLEAN = {
+    "package.json": "pkg-hash",
+    W: "w-hash",
+    OTHER: "o-hash",
+}  # protected file -> sha256 (None: absent)
 
 
-def _jest_answer(tests: dict[str, list[tuple[str, str]]], *, evidence: str = "nonce", expected=None,
-                 reason: str | None = None, guard_tamper=(), asserts: int = 1) -> dict:
+def _jest_answer(
+    tests: dict[str, list[tuple[str, str]]],
+    *,
+    evidence: str = "nonce",
+    expected=None,
+    reason: str | None = None,
+    guard_tamper=(),
+    asserts: int = 1,
+) -> dict:
     """The runner's `jest` answer for ``tests`` ({file: [(name, status)]}), guard record included."""
     if evidence != "nonce":
         return {"evidence": evidence, "reason": reason, "duration_ms": 7}
-    results = [{"file": f, "execError": None,
-                "tests": [{"name": n, "status": s, "failureMessages": [f"Error: {n} broke"] if s == "failed" else []}
-                          for n, s in ts]} for f, ts in tests.items()]
+    results = [
+        {
+            "file": f,
+            "execError": None,
+            "tests": [
+                {
+                    "name": n,
+                    "status": s,
+                    "failureMessages": [f"Error: {n} broke"] if s == "failed" else [],
+                }
+                for n, s in ts
+            ],
+        }
+        for f, ts in tests.items()
+    ]
     flat = [s for ts in tests.values() for _, s in ts]
     n_failed = flat.count("failed")
-    return {"evidence": "nonce", "workspace": "/w", "duration_ms": 7,
-            "expected_files": list(tests) if expected is None else expected,
-            "report": {"success": n_failed == 0, "numTotalTestSuites": len(tests), "numTotalTests": len(flat),
-                       "numPassedTests": flat.count("passed"), "numFailedTests": n_failed, "numPendingTests": 0,
-                       "testResults": results},
-            "guard": {"tamper": list(guard_tamper),
-                      "files": {f: {"checked": True, "tamper": [],
-                                    "tests": [{"name": n, "status": s, "asserts": asserts} for n, s in ts]}
-                                for f, ts in tests.items()}}}
+    return {
+        "evidence": "nonce",
+        "workspace": "/w",
+        "duration_ms": 7,
+        "expected_files": list(tests) if expected is None else expected,
+        "report": {
+            "success": n_failed == 0,
+            "numTotalTestSuites": len(tests),
+            "numTotalTests": len(flat),
+            "numPassedTests": flat.count("passed"),
+            "numFailedTests": n_failed,
+            "numPendingTests": 0,
+            "testResults": results,
+        },
+        "guard": {
+            "tamper": list(guard_tamper),
+            "files": {
+                f: {
+                    "checked": True,
+                    "tamper": [],
+                    "tests": [{"name": n, "status": s, "asserts": asserts} for n, s in ts],
+                }
+                for f, ts in tests.items()
+            },
+        },
+    }
 
 
 class FakeSandbox:
@@ -118,8 +201,15 @@ class FakeSandbox:
 
     kind, image = "fake", None
 
-    def __init__(self, files: dict[str, str], jest_answer: dict, *, test_files=(W, O), config_files=(),
-                 limits: Limits | None = None):
+    def __init__(
+        self,
+        files: dict[str, str],
+        jest_answer: dict,
+        *,
+        test_files=(W, OTHER),
+        config_files=(),
+        limits: Limits | None = None,
+    ):
         self.files, self.jest = dict(files), jest_answer
         self.test_files, self.config_files = list(test_files), list(config_files)
         self.limits = limits or Limits()
@@ -140,14 +230,16 @@ class FakeSandbox:
         return [op for op, _, _ in self.requests]
 
 
-ALL_PASS = {W: [("fixed", "passed"), ("still", "passed")], O: [("old", "passed")]}
-PASSING = frozenset({f"{O}::old", f"{W}::still"})  # at the start: W::fixed failed (the bug), the rest passed
+ALL_PASS = {W: [("fixed", "passed"), ("still", "passed")], OTHER: [("old", "passed")]}
+PASSING = frozenset(
+    {f"{OTHER}::old", f"{W}::still"}
+)  # at the start: W::fixed failed (the bug), the rest passed
 
 
 def _base(**kw) -> Baseline:
     """The baseline the preflight would hand over (no Jest run of its own)."""
     sb = FakeSandbox(CLEAN, _jest_answer(ALL_PASS))
-    base = take_baseline(sb, [W, O], passing=kw.pop("passing", PASSING), **kw)
+    base = take_baseline(sb, [W, OTHER], passing=kw.pop("passing", PASSING), **kw)
     assert sb.ops() == ["list", "hash"]  # a baseline with a known passing set runs no Jest
     return base
 
@@ -159,49 +251,72 @@ def _verdict(tests=ALL_PASS, *, files=CLEAN, base=None, verify_files=(W,), **ans
 
 def test_verify_green_when_every_check_holds():
     v = _verdict()
-    assert (v.green, v.reason, v.status, v.checks, v.failed_tests, v.tamper) == (True, None, Status.PASSED, [], [], [])
-    assert [t.id for t in v.tests] == [f"{W}::fixed", f"{W}::still", f"{O}::old"]
-    assert v.to_dict() == {"green": True, "reason": None, "status": "passed", "failed_tests": [], "checks": [],
-                           "tamper": []}
+    assert (v.green, v.reason, v.status, v.checks, v.failed_tests, v.tamper) == (
+        True,
+        None,
+        Status.PASSED,
+        [],
+        [],
+        [],
+    )
+    assert [t.id for t in v.tests] == [f"{W}::fixed", f"{W}::still", f"{OTHER}::old"]
+    assert v.to_dict() == {
+        "green": True,
+        "reason": None,
+        "status": "passed",
+        "failed_tests": [],
+        "checks": [],
+        "tamper": [],
+    }
 
 
 def test_verify_regression_a_test_that_passed_at_the_start_fails_now():
     """The verification tests pass, but a test of another file that passed on the pristine workspace
     fails now: not green (the `regression` check, and only it)."""
-    v = _verdict({W: [("fixed", "passed"), ("still", "passed")], O: [("old", "failed")]})
+    v = _verdict({W: [("fixed", "passed"), ("still", "passed")], OTHER: [("old", "failed")]})
     assert (v.green, v.checks) == (False, ["regression"])
     assert v.reason == "1 test(s) that passed at the start no longer pass"
     assert v.status == Status.FAILED
-    assert v.failed_tests == [{"name": "old", "file": O, "message": "Error: old broke"}]
+    assert v.failed_tests == [{"name": "old", "file": OTHER, "message": "Error: old broke"}]
 
 
 def test_verify_regression_counts_a_test_that_vanished():
     """A test that passed at the start and no longer runs at all (renamed, removed) also regressed."""
-    v = _verdict({W: [("fixed", "passed"), ("still", "passed")], O: [("renamed", "passed")]})
-    assert (v.green, v.checks, v.reason) == (False, ["regression"], "1 test(s) that passed at the start no longer pass")
+    v = _verdict({W: [("fixed", "passed"), ("still", "passed")], OTHER: [("renamed", "passed")]})
+    assert (v.green, v.checks, v.reason) == (
+        False,
+        ["regression"],
+        "1 test(s) that passed at the start no longer pass",
+    )
 
 
 def test_verify_failing_verification_test_with_a_cached_baseline():
     """One verification test fails and another passes; the baseline came from the preflight cache
     (the failing test was failing at the start, so it is no regression) and there is no gold: only
     the `verification` check can refuse it."""
-    v = _verdict({W: [("fixed", "failed"), ("still", "passed")], O: [("old", "passed")]})
+    v = _verdict({W: [("fixed", "failed"), ("still", "passed")], OTHER: [("old", "passed")]})
     assert (v.green, v.checks, v.reason) == (False, ["verification"], "1 verification test(s) fail")
     assert v.failed_tests == [{"name": "fixed", "file": W, "message": "Error: fixed broke"}]
 
 
 def test_verify_failing_test_outside_the_verification_files_is_not_a_verification_failure():
-    base = _base(passing=frozenset({f"{W}::still"}))  # O::old was already failing at the start
-    v = _verdict({W: [("fixed", "passed"), ("still", "passed")], O: [("old", "failed")]}, base=base)
+    base = _base(passing=frozenset({f"{W}::still"}))  # OTHER::old was already failing at the start
+    v = _verdict(
+        {W: [("fixed", "passed"), ("still", "passed")], OTHER: [("old", "failed")]}, base=base
+    )
     assert (v.green, v.checks) == (True, [])
 
 
 def test_verify_files_default_to_the_baselines_test_files():
     """Without verify_files every test file listed at the start is a verification file."""
     base = _base(passing=frozenset())
-    v = _verdict({W: [("fixed", "passed")], O: [("old", "failed")]}, base=base, verify_files=None)
+    v = _verdict(
+        {W: [("fixed", "passed")], OTHER: [("old", "failed")]}, base=base, verify_files=None
+    )
     assert (v.checks, v.reason) == (["verification"], "1 verification test(s) fail")
-    v = _verdict({W: [("fixed", "passed")], O: [("old", "failed")]}, base=base, verify_files=(W,))
+    v = _verdict(
+        {W: [("fixed", "passed")], OTHER: [("old", "failed")]}, base=base, verify_files=(W,)
+    )
     assert v.green
 
 
@@ -210,42 +325,56 @@ def test_verify_a_verification_file_whose_afterall_hook_throws_is_not_green():
     Jest fails the file, and so does verification. This was green."""
     answer = _jest_answer(ALL_PASS)
     answer["report"]["success"] = False
-    answer["report"]["testResults"][0] |= {"execError": "[object Object]",
-                                           "failureMessage": "  \u25cf Test suite failed to run\n\n    close failed"}
+    answer["report"]["testResults"][0] |= {
+        "execError": "[object Object]",
+        "failureMessage": "  \u25cf Test suite failed to run\n\n    close failed",
+    }
     v = verify(FakeSandbox(CLEAN, answer), _base(), [W])
     assert (v.green, v.checks, v.reason) == (False, ["verification"], "1 verification test(s) fail")
-    assert v.failed_tests == [{"name": "(test file failed to run)", "file": W,
-                               "message": "\u25cf Test suite failed to run"}]
+    assert v.failed_tests == [
+        {
+            "name": "(test file failed to run)",
+            "file": W,
+            "message": "\u25cf Test suite failed to run",
+        }
+    ]
 
 
 def test_verify_needs_a_passing_verification_test():
-    base = _base(passing=frozenset({f"{O}::old"}))
-    v = _verdict({W: [("fixed", "pending")], O: [("old", "passed")]}, base=base)
+    base = _base(passing=frozenset({f"{OTHER}::old"}))
+    v = _verdict({W: [("fixed", "pending")], OTHER: [("old", "passed")]}, base=base)
     assert (v.green, v.checks, v.reason) == (False, ["verification"], "no verification test passed")
     # a test passing in another file does not count for the verification file
-    v = _verdict({W: [], O: [("old", "passed")]}, base=base, expected=[W, O])
+    v = _verdict({W: [], OTHER: [("old", "passed")]}, base=base, expected=[W, OTHER])
     assert "verification" in v.checks and v.reason == "no verification test passed"
 
 
 def test_verify_test_names_may_hold_the_id_separator():
     """A test id is ``file::full name``; a name may itself hold "::" (``describe("Cart::add")``):
     the file is what comes before the first one."""
-    tests = {W: [("Cart::add works", "passed")], O: [("old", "passed")]}
-    v = _verdict(tests, base=_base(passing=frozenset({f"{O}::old"})))
+    tests = {W: [("Cart::add works", "passed")], OTHER: [("old", "passed")]}
+    v = _verdict(tests, base=_base(passing=frozenset({f"{OTHER}::old"})))
     assert (v.green, v.checks) == (True, [])
 
 
 def test_verify_protected_file_changed_added_or_removed():
     changed = dict(CLEAN, **{W: "edited"})
     v = _verdict(files=changed)
-    assert (v.green, v.checks, v.reason) == (False, ["protected_files"], f"protected files changed: {W}")
+    assert (v.green, v.checks, v.reason) == (
+        False,
+        ["protected_files"],
+        f"protected files changed: {W}",
+    )
     added = dict(CLEAN, **{"tests/extra.test.js": "new", "src/a.js": "src"})
     v = _verdict(files=added)
-    assert (v.checks, v.reason) == (["protected_files"], "protected files changed: tests/extra.test.js (added)")
-    removed = {p: h for p, h in CLEAN.items() if p != O}
+    assert (v.checks, v.reason) == (
+        ["protected_files"],
+        "protected files changed: tests/extra.test.js (added)",
+    )
+    removed = {p: h for p, h in CLEAN.items() if p != OTHER}
     v = _verdict(files=removed)
     # a removed file is both changed (its hash is gone) and gone from the listing: named once
-    assert (v.checks, v.reason) == (["protected_files"], f"protected files changed: {O}")
+    assert (v.checks, v.reason) == (["protected_files"], f"protected files changed: {OTHER}")
     # a config file absent at the start and added now is named once, as changed
     v = _verdict(files=dict(CLEAN, **{"jest.config.js": "new"}))
     assert v.reason == "protected files changed: jest.config.js"
@@ -253,10 +382,16 @@ def test_verify_protected_file_changed_added_or_removed():
 
 def test_verify_protected_listing_added_and_removed_are_named():
     """Files protected by place that appear or vanish are named even where hashes do not show it."""
-    base = Baseline(protected={"package.json": "pkg-hash"}, passing=PASSING, test_files=(W, O),
-                    protected_listing=frozenset({"tests/gone.json", "package.json"}))
-    v = _verdict(files={"package.json": "pkg-hash", W: "w", O: "o"}, base=base)
-    assert v.reason == (f"protected files changed: {O} (added), {W} (added), tests/gone.json (removed)")
+    base = Baseline(
+        protected={"package.json": "pkg-hash"},
+        passing=PASSING,
+        test_files=(W, OTHER),
+        protected_listing=frozenset({"tests/gone.json", "package.json"}),
+    )
+    v = _verdict(files={"package.json": "pkg-hash", W: "w", OTHER: "o"}, base=base)
+    assert v.reason == (
+        f"protected files changed: {OTHER} (added), {W} (added), tests/gone.json (removed)"
+    )
 
 
 def test_verify_tampered_run():
@@ -267,12 +402,22 @@ def test_verify_tampered_run():
     assert not _verdict().tampered
 
 
-@pytest.mark.parametrize("reason,status", [("timeout", Status.TIMEOUT), ("memory_limit", Status.MEMORY_LIMIT),
-                                           ("output_limit", Status.OUTPUT_LIMIT),
-                                           ("no_result_record", Status.FAILED)])
+@pytest.mark.parametrize(
+    "reason,status",
+    [
+        ("timeout", Status.TIMEOUT),
+        ("memory_limit", Status.MEMORY_LIMIT),
+        ("output_limit", Status.OUTPUT_LIMIT),
+        ("no_result_record", Status.FAILED),
+    ],
+)
 def test_verify_run_without_evidence(reason, status):
     v = _verdict(evidence="none", reason=reason)
-    assert (v.green, v.status, v.reason) == (False, status, f"verification run {status.value}: {reason}")
+    assert (v.green, v.status, v.reason) == (
+        False,
+        status,
+        f"verification run {status.value}: {reason}",
+    )
     # nothing ran, so nothing passed: verification and regression fire too, after `run`
     assert v.checks == ["run", "verification", "regression"]
 
@@ -281,9 +426,15 @@ def test_verify_run_check_alone_catches_a_limit_status(monkeypatch):
     """A run with a limit status is not green even when it carries the runner's evidence and every
     test in it passed (from_runner gives such runs no evidence today; verify does not rely on it)."""
     for status in (Status.TIMEOUT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT):
-        run = dataclasses.replace(FROM_RUNNER(_jest_answer(ALL_PASS)), status=status, reason="cut short")
+        run = dataclasses.replace(
+            FROM_RUNNER(_jest_answer(ALL_PASS)), status=status, reason="cut short"
+        )
         v = _verify_run(monkeypatch, run)
-        assert (v.green, v.checks, v.reason) == (False, ["run"], f"verification run {status.value}: cut short")
+        assert (v.green, v.checks, v.reason) == (
+            False,
+            ["run"],
+            f"verification run {status.value}: cut short",
+        )
     assert _verify_run(monkeypatch, FROM_RUNNER(_jest_answer(ALL_PASS))).green
 
 
@@ -299,8 +450,11 @@ def _verify_run(monkeypatch, run: jest.JestResult, base: Baseline | None = None)
 def test_verify_gold_holds_the_run_to_the_reference():
     gold = Gold({f"{W}::fixed": (1, 2), f"{W}::still": (1, 1)})
     v = _verdict(base=_base(gold=gold), asserts=1)
-    assert (v.green, v.checks, v.reason) == (False, ["gold"], (
-        f"{W}::fixed: passed with 1 passing assertion(s), the reference made 2"))
+    assert (v.green, v.checks, v.reason) == (
+        False,
+        ["gold"],
+        (f"{W}::fixed: passed with 1 passing assertion(s), the reference made 2"),
+    )
     assert _verdict(base=_base(gold=gold), asserts=2).green
     # without the runner's evidence the gold rule is not applied (the run check already refuses it)
     v = _verdict(base=_base(gold=gold), evidence="none", reason="timeout")
@@ -308,20 +462,26 @@ def test_verify_gold_holds_the_run_to_the_reference():
 
 
 def test_verify_reported_every_listed_file():
-    v = _verdict(expected=[W, O, "tests/gone.test.js"])
+    v = _verdict(expected=[W, OTHER, "tests/gone.test.js"])
     assert (v.green, v.checks) == (False, ["reported"])
     assert v.reason == "test files did not report: tests/gone.test.js"
 
 
 def test_verify_names_every_failing_check_in_order_and_the_first_as_reason(monkeypatch):
     base = _base(gold=Gold({f"{W}::fixed": (1, 1)}))
-    v = _verdict({W: [("fixed", "failed")], O: [("old", "failed")]}, files=dict(CLEAN, **{O: "x"}), base=base,
-                 expected=[W, O, "tests/gone.test.js"])
+    v = _verdict(
+        {W: [("fixed", "failed")], OTHER: [("old", "failed")]},
+        files=dict(CLEAN, **{OTHER: "x"}),
+        base=base,
+        expected=[W, OTHER, "tests/gone.test.js"],
+    )
     assert v.checks == ["protected_files", "verification", "gold", "regression", "reported"]
-    assert v.reason == f"protected files changed: {O}"
+    assert v.reason == f"protected files changed: {OTHER}"
     # every check at once (a run no real runner answer gives: evidence, a limit, tampering, a missing file)
-    run = FROM_RUNNER(_jest_answer({W: [("fixed", "failed")], O: [("old", "failed")]}))
-    run = dataclasses.replace(run, status=Status.TIMEOUT, tamper=["t"], reason="test files did not report: x")
+    run = FROM_RUNNER(_jest_answer({W: [("fixed", "failed")], OTHER: [("old", "failed")]}))
+    run = dataclasses.replace(
+        run, status=Status.TIMEOUT, tamper=["t"], reason="test files did not report: x"
+    )
     v = _verify_run(monkeypatch, run, base)
     assert v.checks == ["tamper", "run", "verification", "gold", "regression", "reported"]
     assert v.reason == "tampered: t"
@@ -344,24 +504,38 @@ def test_verify_unguarded_sandbox_reads_the_report():
     sb = FakeSandbox(CLEAN, _jest_answer(ALL_PASS) | {"guard": None}, limits=Limits(guard=False))
     v = verify(sb, _base(), [W])
     assert (v.green, v.tests) == (True, [])
-    sb = FakeSandbox(CLEAN, _jest_answer({W: [("fixed", "passed"), ("still", "passed")], O: [("old", "failed")]})
-                     | {"guard": None}, limits=Limits(guard=False))
+    sb = FakeSandbox(
+        CLEAN,
+        _jest_answer({W: [("fixed", "passed"), ("still", "passed")], OTHER: [("old", "failed")]})
+        | {"guard": None},
+        limits=Limits(guard=False),
+    )
     assert verify(sb, _base(), [W]).checks == ["regression"]
 
 
 def test_take_baseline_measures_what_the_preflight_did_not():
     files = dict(CLEAN, **{"src/a.js": "a", "setup/jest.setup.js": "s", "tests/data.json": "d"})
-    sb = FakeSandbox(files, _jest_answer({W: [("fixed", "failed"), ("still", "passed")], O: [("old", "passed")]}),
-                     config_files=["setup/jest.setup.js"], limits=Limits(timeout_s=4, output_cap=99))
-    base = take_baseline(sb, [W, O])
+    sb = FakeSandbox(
+        files,
+        _jest_answer({W: [("fixed", "failed"), ("still", "passed")], OTHER: [("old", "passed")]}),
+        config_files=["setup/jest.setup.js"],
+        limits=Limits(timeout_s=4, output_cap=99),
+    )
+    base = take_baseline(sb, [W, OTHER])
     assert sb.ops() == ["jest", "list", "hash"]
     assert sb.requests[0][1:] == ({"timeout_ms": 4000, "output_cap": 99}, 4)
-    assert base.passing == PASSING and base.test_files == (W, O) and base.gold is None
-    assert base.protected_listing == {"package.json", W, O, "tests/data.json"}
-    assert base.protected == {"package.json": "pkg-hash", W: "w-hash", O: "o-hash", "tests/data.json": "d",
-                              "setup/jest.setup.js": "s", **{c: None for c in CONFIG_FILES if c != "package.json"}}
+    assert base.passing == PASSING and base.test_files == (W, OTHER) and base.gold is None
+    assert base.protected_listing == {"package.json", W, OTHER, "tests/data.json"}
+    assert base.protected == {
+        "package.json": "pkg-hash",
+        W: "w-hash",
+        OTHER: "o-hash",
+        "tests/data.json": "d",
+        "setup/jest.setup.js": "s",
+        **{c: None for c in CONFIG_FILES if c != "package.json"},
+    }
     sb = FakeSandbox(files, _jest_answer(ALL_PASS), limits=Limits(timeout_s=4))
-    take_baseline(sb, [W, O], timeout=2.5)
+    take_baseline(sb, [W, OTHER], timeout=2.5)
     assert sb.requests[0] == ("jest", {"timeout_ms": 2500, "output_cap": Limits().output_cap}, 2.5)
     base = take_baseline(FakeSandbox(files, {}), [W], passing=[f"{W}::x"], gold=Gold({}), timeout=1)
     assert (base.passing, base.test_files, base.gold) == ({f"{W}::x"}, (W,), Gold({}))
@@ -378,23 +552,48 @@ def test_verify_in_docker_regression_and_failing_verification(project, image):
     """
     from harness import sandbox, tools
 
-    sb = sandbox.start("docker", project, image=image, limits=Limits(memory_mb=512, timeout_s=20, cpus=1))
+    sb = sandbox.start(
+        "docker", project, image=image, limits=Limits(memory_mb=512, timeout_s=20, cpus=1)
+    )
     try:
-        base = take_baseline(sb, sb.test_files)  # measured here, as when the preflight cache is empty
-        assert base.passing == {"tests/sum.test.js::adds small numbers", "tests/sum.test.js::adds negatives"}
-        fixed_str = "function shout(s) {\n  return s.toUpperCase() + '!';\n}\nmodule.exports = { shout };\n"
+        base = take_baseline(
+            sb, sb.test_files
+        )  # measured here, as when the preflight cache is empty
+        assert base.passing == {
+            "tests/sum.test.js::adds small numbers",
+            "tests/sum.test.js::adds negatives",
+        }
+        fixed_str = (
+            "function shout(s) {\n  return s.toUpperCase() + '!';\n}\nmodule.exports = { shout };\n"
+        )
         broken_sum = "function sum(a, b) {\n  return a - b;\n}\nmodule.exports = { sum };\n"
         # the verification test passes, a test that passed at the start fails now
         tools.call(sb, "file_write", {"file": "src/str.js", "content": fixed_str})
         tools.call(sb, "file_write", {"file": "src/sum.js", "content": broken_sum})
         v = verify(sb, base, ["tests/str.test.js"])
-        assert (v.green, v.checks, v.reason) == (False, ["regression"], "2 test(s) that passed at the start no longer pass")
+        assert (v.green, v.checks, v.reason) == (
+            False,
+            ["regression"],
+            "2 test(s) that passed at the start no longer pass",
+        )
         # nothing regressed, the verification test still fails (a baseline as the preflight cache hands it over)
         cached = take_baseline(sb, sb.test_files, passing=base.passing)
-        tools.call(sb, "file_write", {"file": "src/sum.js", "content": "module.exports = { sum: (a, b) => a + b };\n"})
-        tools.call(sb, "file_write", {"file": "src/str.js", "content": "module.exports = { shout: (s) => s + '!' };\n"})
+        tools.call(
+            sb,
+            "file_write",
+            {"file": "src/sum.js", "content": "module.exports = { sum: (a, b) => a + b };\n"},
+        )
+        tools.call(
+            sb,
+            "file_write",
+            {"file": "src/str.js", "content": "module.exports = { shout: (s) => s + '!' };\n"},
+        )
         v = verify(sb, cached, ["tests/str.test.js"])
-        assert (v.green, v.checks, v.reason) == (False, ["verification"], "1 verification test(s) fail")
+        assert (v.green, v.checks, v.reason) == (
+            False,
+            ["verification"],
+            "1 verification test(s) fail",
+        )
         tools.call(sb, "file_write", {"file": "src/str.js", "content": fixed_str})
         assert verify(sb, cached, ["tests/str.test.js"]).green
     finally:
@@ -407,20 +606,46 @@ def test_verify_in_docker_an_afterall_hook_that_throws(tmp_path, make_project, i
     """The afterAll case above with the real runner's answer: the test passes, the hook throws."""
     from harness import sandbox, tools
 
-    root = make_project(tmp_path / "hook", {
-        "src/x.js": "module.exports = { add: (a, b) => a - b, close: () => {} };\n",
-        "tests/x.test.js": ("const x = require('../src/x');\nafterAll(() => x.close());\n"
-                            "test('adds', () => { expect(x.add(1, 2)).toBe(3); });\n")})
-    sb = sandbox.start("docker", root, image=image, limits=Limits(memory_mb=512, timeout_s=20, cpus=1))
+    root = make_project(
+        tmp_path / "hook",
+        {
+            "src/x.js": "module.exports = { add: (a, b) => a - b, close: () => {} };\n",
+            "tests/x.test.js": (
+                "const x = require('../src/x');\nafterAll(() => x.close());\n"
+                "test('adds', () => { expect(x.add(1, 2)).toBe(3); });\n"
+            ),
+        },
+    )
+    sb = sandbox.start(
+        "docker", root, image=image, limits=Limits(memory_mb=512, timeout_s=20, cpus=1)
+    )
     try:
         base = take_baseline(sb, sb.test_files)
-        tools.call(sb, "file_write", {"file": "src/x.js", "content": (
-            "module.exports = { add: (a, b) => a + b, close: () => { throw new Error('close failed'); } };\n")})
+        tools.call(
+            sb,
+            "file_write",
+            {
+                "file": "src/x.js",
+                "content": (
+                    "module.exports = { add: (a, b) => a + b, close: () => { throw new Error('close failed'); } };\n"
+                ),
+            },
+        )
         v = verify(sb, base)
-        assert (v.green, v.checks, v.reason) == (False, ["verification"], "1 verification test(s) fail")
+        assert (v.green, v.checks, v.reason) == (
+            False,
+            ["verification"],
+            "1 verification test(s) fail",
+        )
         assert v.failed_tests[0]["name"] == "(test file failed to run)"
-        tools.call(sb, "file_write", {"file": "src/x.js", "content": (
-            "module.exports = { add: (a, b) => a + b, close: () => {} };\n")})
+        tools.call(
+            sb,
+            "file_write",
+            {
+                "file": "src/x.js",
+                "content": ("module.exports = { add: (a, b) => a + b, close: () => {} };\n"),
+            },
+        )
         assert verify(sb, base).green
     finally:
         sb.close()

@@ -45,7 +45,9 @@ def build(folder: Path, *, steps: int = 80, seed: int = 0) -> Path:
     tok = train_tiny_tokenizer(texts, vocab_size=1024)
     add_etai_tokens(tok)
     tok.chat_template = ETAI_CHAT_TEMPLATE
-    model = build_tiny({"arch": "gpt2", "layers": 2, "heads": 2, "hidden": 64}, len(tok), MAX_POSITIONS)
+    model = build_tiny(
+        {"arch": "gpt2", "layers": 2, "heads": 2, "hidden": 64}, len(tok), MAX_POSITIONS
+    )
     model.config.pad_token_id, model.config.eos_token_id = tok.pad_token_id, tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     model.generation_config.eos_token_id = tok.eos_token_id
@@ -63,9 +65,18 @@ def _script(sessions: list[dict]) -> list[tuple[str, str]]:
     """(prompt, completion) pairs: each session's first step, and the later two for a few of them."""
     from harness.etai_format import parse_action, render_prompt
 
-    ok = {"step": 1, "tool_called": "git_status", "tool_args": {}, "execution_result": {"output": "", "status": "ok"}}
-    bad = {"step": 2, "tool_called": "invalid_action", "tool_args": {},
-           "execution_result": {"status": "invalid_action", "error": parse_action(MALFORMED).reason}}
+    ok = {
+        "step": 1,
+        "tool_called": "git_status",
+        "tool_args": {},
+        "execution_result": {"output": "", "status": "ok"},
+    }
+    bad = {
+        "step": 2,
+        "tool_called": "invalid_action",
+        "tool_args": {},
+        "execution_result": {"status": "invalid_action", "error": parse_action(MALFORMED).reason},
+    }
     pairs = [(render_prompt(s, (), MAX_RESULT_CHARS), FIRST_ACTION) for s in sessions]
     for s in sessions[:5]:
         pairs.append((render_prompt(s, [ok], MAX_RESULT_CHARS), MALFORMED))
@@ -82,7 +93,9 @@ def _fit(model, tok, pairs: list[tuple[str, str]], steps: int) -> None:
     pad = [tok.pad_token_id] * width
     batch = torch.tensor([(p + c + pad)[:width] for p, c in rows])
     labels = torch.tensor([([-100] * len(p) + c + [-100] * width)[:width] for p, c in rows])
-    mask = torch.tensor([[1] * (len(p) + len(c)) + [0] * (width - len(p) - len(c)) for p, c in rows])
+    mask = torch.tensor(
+        [[1] * (len(p) + len(c)) + [0] * (width - len(p) - len(c)) for p, c in rows]
+    )
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     model.train()
     for _ in range(steps):

@@ -23,8 +23,18 @@ def bundled_run(tmp_path_factory) -> Path:
     """oracle and noop on the whole bundled suite: `etai run --suite jest-bugfix ...` (about a minute)."""
     out = tmp_path_factory.mktemp("runs") / "bundled"
     t0 = time.monotonic()
-    p = etai("run", "--suite", "jest-bugfix", "--agent", "oracle", "--agent", "noop", "--out", str(out),
-             "--no-progress")
+    p = etai(
+        "run",
+        "--suite",
+        "jest-bugfix",
+        "--agent",
+        "oracle",
+        "--agent",
+        "noop",
+        "--out",
+        str(out),
+        "--no-progress",
+    )
     TIMES["etai run (bundled suite, oracle + noop)"] = time.monotonic() - t0
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     return out
@@ -36,39 +46,94 @@ def training_folder(tmp_path_factory) -> Path:
     sessions: harness-eval/ba4 and ba8 (about a minute on 2 cores)."""
     pytest.importorskip("composer", reason="needs the train extra")
     root = tmp_path_factory.mktemp("train")
-    evals = (f"{{interval: 4ba, sessions: [{', '.join(TRAIN_SESSIONS)}], k: 2, max_steps: 2, workers: 2, "
-             "generation: {max_new_tokens: 24}}")
-    sets = [f"data.mds_dir={root / 'mds'}", f"train.save_folder={root / 'ckpt'}", f"train.log_file={root / 'log.txt'}",
-            "train.max_duration=8ba", "train.save_interval=100ep", "train.autoresume=false",
-            f"callbacks.harness_eval={evals}"]
+    evals = (
+        f"{{interval: 4ba, sessions: [{', '.join(TRAIN_SESSIONS)}], k: 2, max_steps: 2, workers: 2, "
+        "generation: {max_new_tokens: 24}}"
+    )
+    sets = [
+        f"data.mds_dir={root / 'mds'}",
+        f"train.save_folder={root / 'ckpt'}",
+        f"train.log_file={root / 'log.txt'}",
+        "train.max_duration=8ba",
+        "train.save_interval=100ep",
+        "train.autoresume=false",
+        f"callbacks.harness_eval={evals}",
+    ]
     t0 = time.monotonic()
-    p = etai("train", str(PROJECT / "finetune" / "configs" / "tiny-cpu.yaml"), *(x for s in sets for x in ("--set", s)),
-             cwd=root)
+    p = etai(
+        "train",
+        str(PROJECT / "finetune" / "configs" / "tiny-cpu.yaml"),
+        *(x for s in sets for x in ("--set", s)),
+        cwd=root,
+    )
     TIMES["etai train tiny-cpu with HarnessEval (8 batches, 2 evals)"] = time.monotonic() - t0
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     return root / "ckpt"
 
 
-def row(session: str, agent: str, status: str, *, steps_to_green: int | None = None, sample: int = 0,
-        intent: str = "fix_off_by_one", session_hash: str | None = "h", k: int = 3, **extra) -> dict:
+def row(
+    session: str,
+    agent: str,
+    status: str,
+    *,
+    steps_to_green: int | None = None,
+    sample: int = 0,
+    intent: str = "fix_off_by_one",
+    session_hash: str | None = "h",
+    k: int = 3,
+    **extra,
+) -> dict:
     """One result row as the runner writes it (only the fields reports read)."""
-    return {"cache_key": f"{agent}-{session}-{sample}-{extra.get('key', '')}", "session_id": session, "agent": agent,
-            "sample": sample, "status": status, "steps_to_green": steps_to_green, "intent": intent, "k": k,
-            "max_steps": 10, "suite": extra.pop("suite", "hand"), "session_hash": f"{session}-{session_hash}"
-            if session_hash else None, "steps_used": 3, "n_invalid": 0, "duration_s": 1.0,
-            "cursor": extra.pop("cursor", None), "cursor_target": {"file": "a.js", "line": 3, "column": 1},
-            "viewport": {}, "agent_path": [], "human_path": [], **extra}
+    return {
+        "cache_key": f"{agent}-{session}-{sample}-{extra.get('key', '')}",
+        "session_id": session,
+        "agent": agent,
+        "sample": sample,
+        "status": status,
+        "steps_to_green": steps_to_green,
+        "intent": intent,
+        "k": k,
+        "max_steps": 10,
+        "suite": extra.pop("suite", "hand"),
+        "session_hash": f"{session}-{session_hash}" if session_hash else None,
+        "steps_used": 3,
+        "n_invalid": 0,
+        "duration_s": 1.0,
+        "cursor": extra.pop("cursor", None),
+        "cursor_target": {"file": "a.js", "line": 3, "column": 1},
+        "viewport": {},
+        "agent_path": [],
+        "human_path": [],
+        **extra,
+    }
 
 
-def write_run(folder: Path, rows: list[dict], *, samples: int = 1, k: int = 3, summary: bool = True,
-              suite: str = "hand") -> Path:
+def write_run(
+    folder: Path,
+    rows: list[dict],
+    *,
+    samples: int = 1,
+    k: int = 3,
+    summary: bool = True,
+    suite: str = "hand",
+) -> Path:
     """A run folder from rows; the summary says complete unless a row is an infra_error."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     if summary:
-        (folder / "summary.json").write_text(json.dumps({
-            "suite": suite, "k": k, "max_steps": 10, "samples": samples, "n_sessions": len({r["session_id"] for r in rows}),
-            "complete": all(r["status"] != "infra_error" for r in rows), "agents": {}}))
+        (folder / "summary.json").write_text(
+            json.dumps(
+                {
+                    "suite": suite,
+                    "k": k,
+                    "max_steps": 10,
+                    "samples": samples,
+                    "n_sessions": len({r["session_id"] for r in rows}),
+                    "complete": all(r["status"] != "infra_error" for r in rows),
+                    "agents": {},
+                }
+            )
+        )
     return folder
 
 

@@ -13,6 +13,15 @@ TIMES: dict[str, float] = {}
 TRAIN_SESSIONS = ["profile-display-name-null", "paginate-page-size-off-by-one"]
 
 
-def etai(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([ETAI, *args], cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True,
-                          text=True, timeout=timeout, check=False)
+def etai(
+    *args: str, cwd: Path | None = None, env: dict | None = None, timeout: int = 600
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [ETAI, *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

@@ -40,7 +40,9 @@ class _Cdp:
         self.next_id = 0
         self.events: list[dict[str, Any]] = []
 
-    def call(self, method: str, session: str | None = None, timeout: float = 60, **params: Any) -> dict[str, Any]:
+    def call(
+        self, method: str, session: str | None = None, timeout: float = 60, **params: Any
+    ) -> dict[str, Any]:
         self.next_id += 1
         msg = {"id": self.next_id, "method": method, "params": params}
         if session:
@@ -58,7 +60,9 @@ class _Cdp:
     def wait_for(self, method: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while not any(e.get("method") == method for e in self.events):
-            self.events.append(json.loads(self.ws.recv(timeout=max(0.1, deadline - time.monotonic()))))
+            self.events.append(
+                json.loads(self.ws.recv(timeout=max(0.1, deadline - time.monotonic())))
+            )
 
 
 def chromium() -> str | None:
@@ -71,10 +75,22 @@ def open_page(path: Path, *, width: int = 1280, height: int = 1700) -> Page:
     if exe is None:
         raise RuntimeError("no chromium: `make browser` installs Debian's")
     with tempfile.TemporaryDirectory() as profile:
-        proc = subprocess.Popen([exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                                 "--remote-debugging-port=0", f"--user-data-dir={profile}",
-                                 f"--window-size={width},{height}", "about:blank"],
-                                stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        proc = subprocess.Popen(
+            [
+                exe,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--remote-debugging-port=0",
+                f"--user-data-dir={profile}",
+                f"--window-size={width},{height}",
+                "about:blank",
+            ],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+        )
         try:
             url = None
             deadline = time.monotonic() + 60
@@ -91,24 +107,47 @@ def open_page(path: Path, *, width: int = 1280, height: int = 1700) -> Page:
             s = cdp.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
             for domain in ("Page", "Runtime", "Log"):
                 cdp.call(f"{domain}.enable", s)
-            cdp.call("Emulation.setDeviceMetricsOverride", s, width=width, height=height, deviceScaleFactor=1,
-                     mobile=False)
+            cdp.call(
+                "Emulation.setDeviceMetricsOverride",
+                s,
+                width=width,
+                height=height,
+                deviceScaleFactor=1,
+                mobile=False,
+            )
             cdp.call("Page.navigate", s, url=path.resolve().as_uri())
             cdp.wait_for("Page.loadEventFired")
-            images = cdp.call("Runtime.evaluate", s, expression=_IMAGES, awaitPromise=True,
-                              returnByValue=True)["result"]["value"]
-            info = cdp.call("Runtime.evaluate", s, returnByValue=True, expression=(
-                "({title: document.title, sections: [...document.querySelectorAll('section')].map(x => x.id)})"
-            ))["result"]["value"]
+            images = cdp.call(
+                "Runtime.evaluate", s, expression=_IMAGES, awaitPromise=True, returnByValue=True
+            )["result"]["value"]
+            info = cdp.call(
+                "Runtime.evaluate",
+                s,
+                returnByValue=True,
+                expression=(
+                    "({title: document.title, sections: [...document.querySelectorAll('section')].map(x => x.id)})"
+                ),
+            )["result"]["value"]
             shot = base64.b64decode(cdp.call("Page.captureScreenshot", s, format="png")["data"])
             errors = []
             for e in cdp.events:
                 p = e.get("params", {})
-                if e.get("method") == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert", "warning"):
-                    errors.append(" ".join(str(a.get("value", a.get("description"))) for a in p.get("args", [])))
+                if e.get("method") == "Runtime.consoleAPICalled" and p.get("type") in (
+                    "error",
+                    "assert",
+                    "warning",
+                ):
+                    errors.append(
+                        " ".join(
+                            str(a.get("value", a.get("description"))) for a in p.get("args", [])
+                        )
+                    )
                 elif e.get("method") == "Runtime.exceptionThrown":
                     errors.append(p["exceptionDetails"].get("text", "exception"))
-                elif e.get("method") == "Log.entryAdded" and p["entry"]["level"] in ("error", "warning"):
+                elif e.get("method") == "Log.entryAdded" and p["entry"]["level"] in (
+                    "error",
+                    "warning",
+                ):
                     errors.append(p["entry"]["text"])
             cdp.ws.close()
             return Page(info["title"], info["sections"], images, errors, shot)

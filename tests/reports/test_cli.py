@@ -9,9 +9,13 @@ from harness.cli import build_parser
 
 
 def test_import_reports_is_cheap():
-    code = ("import sys, reports, reports.cli; "
-            "print(','.join(m for m in ('pandas', 'numpy', 'matplotlib', 'scipy') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    code = (
+        "import sys, reports, reports.cli; "
+        "print(','.join(m for m in ('pandas', 'numpy', 'matplotlib', 'scipy') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "", f"heavy modules imported by `import reports`: {out}"
 
 

@@ -12,10 +12,20 @@ from reports import _stats, compare, load
 
 
 def _two_runs(tmp_path, make_run, make_row):
-    a = [make_row("s1", "A", "passed", steps_to_green=1), make_row("s2", "A", "passed", steps_to_green=3),
-         make_row("s3", "A", "failed"), make_row("s4", "A", "tampered"), make_row("s5", "A", "passed", steps_to_green=2)]
-    b = [make_row("s1", "B", "passed", steps_to_green=2), make_row("s2", "B", "failed"), make_row("s3", "B", "failed"),
-         make_row("s4", "B", "infra_error"), make_row("s6", "B", "passed", steps_to_green=1)]
+    a = [
+        make_row("s1", "A", "passed", steps_to_green=1),
+        make_row("s2", "A", "passed", steps_to_green=3),
+        make_row("s3", "A", "failed"),
+        make_row("s4", "A", "tampered"),
+        make_row("s5", "A", "passed", steps_to_green=2),
+    ]
+    b = [
+        make_row("s1", "B", "passed", steps_to_green=2),
+        make_row("s2", "B", "failed"),
+        make_row("s3", "B", "failed"),
+        make_row("s4", "B", "infra_error"),
+        make_row("s6", "B", "passed", steps_to_green=1),
+    ]
     return make_run(tmp_path / "a", a), make_run(tmp_path / "b", b)
 
 
@@ -37,8 +47,15 @@ def test_metrics_by_hand(tmp_path, make_run, make_row):
     # B: the infra_error row is in no denominator.
     assert b["n_valid"] == 3 and b["pass@1"]["value"] == pytest.approx(1 / 3)
     assert b["status_counts"]["infra_error"] == 1
-    assert c.statuses.loc["A", "tampered"] == 1 and list(c.statuses.columns)[-1] == "reference_broken"
-    assert c.steps_to_green.loc["A"].to_dict() == {"1": 1, "2": 0, "3": 1, "never": 2}  # B went green at 2
+    assert (
+        c.statuses.loc["A", "tampered"] == 1 and list(c.statuses.columns)[-1] == "reference_broken"
+    )
+    assert c.steps_to_green.loc["A"].to_dict() == {
+        "1": 1,
+        "2": 0,
+        "3": 1,
+        "never": 2,
+    }  # B went green at 2
 
 
 def test_pairwise_uses_sessions_valid_in_both(tmp_path, make_run, make_row):
@@ -51,9 +68,16 @@ def test_pairwise_uses_sessions_valid_in_both(tmp_path, make_run, make_row):
 
 
 def test_several_samples_give_per_session_rates(tmp_path, make_run, make_row):
-    rows = [make_row(s, ag, st, sample=i, steps_to_green=1 if st == "passed" else None)
-            for s, ag, sts in [("s1", "A", "pp"), ("s2", "A", "pf"), ("s1", "B", "pf"), ("s2", "B", "ff")]
-            for i, st in enumerate({"p": "passed", "f": "failed"}[x] for x in sts)]
+    rows = [
+        make_row(s, ag, st, sample=i, steps_to_green=1 if st == "passed" else None)
+        for s, ag, sts in [
+            ("s1", "A", "pp"),
+            ("s2", "A", "pf"),
+            ("s1", "B", "pf"),
+            ("s2", "B", "ff"),
+        ]
+        for i, st in enumerate({"p": "passed", "f": "failed"}[x] for x in sts)
+    ]
     c = compare(load(make_run(tmp_path, rows, samples=2)))
     (p,) = c.pairs
     assert p.test.startswith("exact sign test") and (p.a_only, p.b_only) == (2, 0)
@@ -70,10 +94,14 @@ def test_point_estimates_equal_the_runs_summary(bundled_run):
     assert c.arms == ["oracle", "noop"] and not c.dropped and len(c.sessions) == 14
     for arm, s in summary["agents"].items():
         m = c.metrics[arm]
-        assert {str(j): cell["value"] for j, cell in m["path_accuracy"].items()} == s["path_accuracy"]
+        assert {str(j): cell["value"] for j, cell in m["path_accuracy"].items()} == s[
+            "path_accuracy"
+        ]
         assert m["pass@1"]["value"] == s["pass_at_k"]["1"]
         assert m["tamper_rate"]["value"] == s["tamper_rate"]
         mean = s["steps_to_green"]["mean"]
-        assert (m["steps_to_green"]["value"] is None and mean is None) or math.isclose(m["steps_to_green"]["value"], mean)
+        assert (m["steps_to_green"]["value"] is None and mean is None) or math.isclose(
+            m["steps_to_green"]["value"], mean
+        )
         assert m["cursor_px"]["value"] == s["cursor"]["median_px"]
         assert {k: v for k, v in m["status_counts"].items() if v} == s["status_counts"]

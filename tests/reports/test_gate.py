@@ -18,10 +18,20 @@ from reports._gate import parse_rule
 def runs(tmp_path, make_run, make_row):
     """good: passes 9 of 10 sessions; bad: passes 2; both have agent "m"; ten sessions each."""
     ids = [f"s{i}" for i in range(10)]
-    good = make_run(tmp_path / "good", [make_row(s, "m", "passed" if i else "failed", steps_to_green=2 if i else None)
-                                        for i, s in enumerate(ids)])
-    bad = make_run(tmp_path / "bad", [make_row(s, "m", "passed" if i < 2 else "failed", steps_to_green=3 if i < 2 else None)
-                                      for i, s in enumerate(ids)])
+    good = make_run(
+        tmp_path / "good",
+        [
+            make_row(s, "m", "passed" if i else "failed", steps_to_green=2 if i else None)
+            for i, s in enumerate(ids)
+        ],
+    )
+    bad = make_run(
+        tmp_path / "bad",
+        [
+            make_row(s, "m", "passed" if i < 2 else "failed", steps_to_green=3 if i < 2 else None)
+            for i, s in enumerate(ids)
+        ],
+    )
     return good, bad
 
 
@@ -31,8 +41,22 @@ def _gate(*args):
 
 def test_exit_0_when_every_rule_passes(runs, tmp_path):
     good, bad = runs
-    assert _gate(good, "--rule", "pass@1>=0.6", "--rule", "tamper_rate == 0", "--rule", "infra_error==0",
-                 "--baseline", bad, "--rule", "pass@1 >= baseline - 0.05") == 0
+    assert (
+        _gate(
+            good,
+            "--rule",
+            "pass@1>=0.6",
+            "--rule",
+            "tamper_rate == 0",
+            "--rule",
+            "infra_error==0",
+            "--baseline",
+            bad,
+            "--rule",
+            "pass@1 >= baseline - 0.05",
+        )
+        == 0
+    )
 
 
 def test_exit_1_when_a_rule_fails(runs, tmp_path, capsys):
@@ -45,9 +69,14 @@ def test_exit_1_when_a_rule_fails(runs, tmp_path, capsys):
 def test_exit_2_on_bad_input_and_nothing_written(runs, tmp_path, capsys):
     good, _ = runs
     junit = tmp_path / "g.xml"
-    for args in (["--rule", "pass@1 >> 0.6"], ["--rule", "speed>=1"], ["--rule", "pass@1>=baseline"],
-                 ["--rule", "pa@9>=0.1"], ["--rule", "steps_to_green <= baseline + 1", "--baseline", str(good)],
-                 ["--config", str(tmp_path / "missing.yaml")]):
+    for args in (
+        ["--rule", "pass@1 >> 0.6"],
+        ["--rule", "speed>=1"],
+        ["--rule", "pass@1>=baseline"],
+        ["--rule", "pa@9>=0.1"],
+        ["--rule", "steps_to_green <= baseline + 1", "--baseline", str(good)],
+        ["--config", str(tmp_path / "missing.yaml")],
+    ):
         assert _gate(good, *args, "--junit", junit) == 2, args
         assert "etai: error:" in capsys.readouterr().err
         assert not junit.exists()
@@ -55,23 +84,50 @@ def test_exit_2_on_bad_input_and_nothing_written(runs, tmp_path, capsys):
 
 
 def test_exit_3_when_the_run_is_incomplete(tmp_path, make_run, make_row, capsys):
-    run = make_run(tmp_path / "r", [make_row("s1", "m", "passed", steps_to_green=1), make_row("s2", "m", "infra_error")])
+    run = make_run(
+        tmp_path / "r",
+        [make_row("s1", "m", "passed", steps_to_green=1), make_row("s2", "m", "infra_error")],
+    )
     junit = tmp_path / "g.xml"
     assert _gate(run, "--rule", "pass@1>=0.5", "--junit", junit) == 3
     assert "infra_error row" in capsys.readouterr().out
     xml = JUnitXml.fromfile(str(junit))
     assert xml.errors == 2  # the "run complete" case and the session with the infra error
-    unfinished = make_run(tmp_path / "u", [make_row("s1", "m", "passed", steps_to_green=1)], summary=False)
+    unfinished = make_run(
+        tmp_path / "u", [make_row("s1", "m", "passed", steps_to_green=1)], summary=False
+    )
     assert _gate(unfinished, "--rule", "pass@1>=0.5") == 3
 
 
 def test_junit_counts(tmp_path, make_run, make_row):
-    junit, md, js = tmp_path / "out" / "g.xml", tmp_path / "out" / "g.md", tmp_path / "out" / "g.json"
-    rows = [make_row(f"s{i}", "m", st, steps_to_green=1 if st == "passed" else None)
-            for i, st in enumerate(["passed", "failed", "reference_broken", "passed", "tampered"])]
+    junit, md, js = (
+        tmp_path / "out" / "g.xml",
+        tmp_path / "out" / "g.md",
+        tmp_path / "out" / "g.json",
+    )
+    rows = [
+        make_row(f"s{i}", "m", st, steps_to_green=1 if st == "passed" else None)
+        for i, st in enumerate(["passed", "failed", "reference_broken", "passed", "tampered"])
+    ]
     run = make_run(tmp_path / "mixed", rows)
-    assert _gate(run, "--rule", "pass@1>=0.5", "--rule", "tamper_rate==0", "--rule", "reference_broken<=1",
-                 "--junit", junit, "--markdown", md, "--json", js) == 1
+    assert (
+        _gate(
+            run,
+            "--rule",
+            "pass@1>=0.5",
+            "--rule",
+            "tamper_rate==0",
+            "--rule",
+            "reference_broken<=1",
+            "--junit",
+            junit,
+            "--markdown",
+            md,
+            "--json",
+            js,
+        )
+        == 1
+    )
     xml = JUnitXml.fromfile(str(junit))
     suites = {s.name: s for s in xml}
     rules, sessions = suites["etai gate rules"], suites["etai sessions: m"]
@@ -79,7 +135,11 @@ def test_junit_counts(tmp_path, make_run, make_row):
     assert (sessions.tests, sessions.failures, sessions.errors, sessions.skipped) == (5, 2, 0, 1)
     assert (xml.tests, xml.failures, xml.errors, xml.skipped) == (8, 3, 0, 1)
     results = {c.name: c.result for c in sessions}
-    assert isinstance(results["s1"][0], Failure) and isinstance(results["s2"][0], Skipped) and results["s0"] == []
+    assert (
+        isinstance(results["s1"][0], Failure)
+        and isinstance(results["s2"][0], Skipped)
+        and results["s0"] == []
+    )
     failed = [c for c in rules if c.result]
     assert [c.name for c in failed] == ["tamper_rate==0"] and "0.25" in failed[0].result[0].message
     assert not any(isinstance(r, Error) for c in xml for case in c for r in case.result)
@@ -89,11 +149,23 @@ def test_junit_counts(tmp_path, make_run, make_row):
 
 def test_baseline_rules_name_their_test_and_catch_a_regression(runs):
     good, bad = runs
-    r = gate(bad, ["pass@1 >= baseline", "pa@3 >= baseline - 0.1", "path_match >= baseline - 0.5"], baseline=good)
+    r = gate(
+        bad,
+        ["pass@1 >= baseline", "pa@3 >= baseline - 0.1", "path_match >= baseline - 0.5"],
+        baseline=good,
+    )
     mc, boot, pm = r.rules
-    assert not mc.passed and mc.test == "exact McNemar (one-sided)" and mc.p == pytest.approx(10 / 2**9)  # P(X >= 8), X ~ B(9, 1/2)
+    assert (
+        not mc.passed
+        and mc.test == "exact McNemar (one-sided)"
+        and mc.p == pytest.approx(10 / 2**9)
+    )  # P(X >= 8), X ~ B(9, 1/2)
     assert "8 session(s) worse, 1 better" in mc.detail
-    assert not boot.passed and boot.test.startswith("paired bootstrap over 10 sessions") and boot.p < 0.05
+    assert (
+        not boot.passed
+        and boot.test.startswith("paired bootstrap over 10 sessions")
+        and boot.p < 0.05
+    )
     assert pm.passed  # path match is 1.0 on both (no paths recorded)
     assert r.exit_code == 1
 
@@ -101,16 +173,30 @@ def test_baseline_rules_name_their_test_and_catch_a_regression(runs):
 def test_a_small_regression_inside_the_margin_passes(tmp_path, make_run, make_row):
     ids = [f"s{i}" for i in range(20)]
     base = make_run(tmp_path / "b", [make_row(s, "m", "passed", steps_to_green=1) for s in ids])
-    cand = make_run(tmp_path / "c", [make_row(s, "m", "failed" if i == 0 else "passed", steps_to_green=None if i == 0 else 1)
-                                     for i, s in enumerate(ids)])
-    r = gate(cand, ["pass@1 >= baseline", "pass@1 >= baseline - 0.2", "pa@1 >= baseline - 0.2 alpha=0.01"],
-             baseline=base)
-    assert [x.passed for x in r.rules] == [True, True, True]  # one worse session is no evidence at 0.05
+    cand = make_run(
+        tmp_path / "c",
+        [
+            make_row(s, "m", "failed" if i == 0 else "passed", steps_to_green=None if i == 0 else 1)
+            for i, s in enumerate(ids)
+        ],
+    )
+    r = gate(
+        cand,
+        ["pass@1 >= baseline", "pass@1 >= baseline - 0.2", "pa@1 >= baseline - 0.2 alpha=0.01"],
+        baseline=base,
+    )
+    assert [x.passed for x in r.rules] == [
+        True,
+        True,
+        True,
+    ]  # one worse session is no evidence at 0.05
     assert r.rules[0].p == 0.5 and r.rules[2].test.startswith("paired bootstrap")
 
 
 def test_several_agents_need_one_named(tmp_path, make_run, make_row):
-    run = make_run(tmp_path, [make_row("s1", "a", "passed", steps_to_green=1), make_row("s1", "b", "failed")])
+    run = make_run(
+        tmp_path, [make_row("s1", "a", "passed", steps_to_green=1), make_row("s1", "b", "failed")]
+    )
     with pytest.raises(InputError, match="has 2 agents"):
         gate(run, ["pass@1>=1"])
     assert gate(run, ["pass@1>=1"], agent="a").exit_code == 0
@@ -118,8 +204,17 @@ def test_several_agents_need_one_named(tmp_path, make_run, make_row):
 
 
 def test_samples_give_per_session_pass_rates(tmp_path, make_run, make_row):
-    rows = [make_row(f"s{s}", "m", "passed" if (s + i) % 2 else "failed", sample=i,
-                     steps_to_green=1 if (s + i) % 2 else None) for s in range(6) for i in range(4)]
+    rows = [
+        make_row(
+            f"s{s}",
+            "m",
+            "passed" if (s + i) % 2 else "failed",
+            sample=i,
+            steps_to_green=1 if (s + i) % 2 else None,
+        )
+        for s in range(6)
+        for i in range(4)
+    ]
     run = make_run(tmp_path, rows, samples=4)
     r = gate(run, ["pass@1 >= 0.5", "pass@4 >= 0.99", "pass@1 >= baseline"], baseline=run)
     assert [x.passed for x in r.rules] == [True, True, True]
@@ -132,24 +227,41 @@ def test_samples_give_per_session_pass_rates(tmp_path, make_run, make_row):
 def test_config_file(runs, tmp_path):
     good, bad = runs
     cfg = tmp_path / "gate.yaml"
-    cfg.write_text(f"baseline: {bad}\nalpha: 0.01\nrules:\n  - pass@1 >= 0.6\n  - pass@1 >= baseline - 0.05\n")
+    cfg.write_text(
+        f"baseline: {bad}\nalpha: 0.01\nrules:\n  - pass@1 >= 0.6\n  - pass@1 >= baseline - 0.05\n"
+    )
     assert _gate(good, "--config", cfg) == 0
     cfg.write_text("rules: [pass@1 >= 0.6]\nthreshold: 3\n")
     assert _gate(good, "--config", cfg) == 2
 
 
-@pytest.mark.parametrize("text,metric,op,value,margin", [
-    ("pass@1>=0.6", "pass@1", ">=", 0.6, None), (" tamper_rate == 0 ", "tamper_rate", "==", 0.0, None),
-    ("infra_error==0", "infra_error", "==", 0.0, None), ("path_accuracy@2 > .5", "pa@2", ">", 0.5, None),
-    ("pass@1 >= baseline - 0.05", "pass@1", ">=", None, 0.05), ("cursor_px<=baseline+5", "cursor_px", "<=", None, 5.0),
-    ("pa@3 >= baseline, alpha=0.01", "pa@3", ">=", None, 0.0)])
+@pytest.mark.parametrize(
+    "text,metric,op,value,margin",
+    [
+        ("pass@1>=0.6", "pass@1", ">=", 0.6, None),
+        (" tamper_rate == 0 ", "tamper_rate", "==", 0.0, None),
+        ("infra_error==0", "infra_error", "==", 0.0, None),
+        ("path_accuracy@2 > .5", "pa@2", ">", 0.5, None),
+        ("pass@1 >= baseline - 0.05", "pass@1", ">=", None, 0.05),
+        ("cursor_px<=baseline+5", "cursor_px", "<=", None, 5.0),
+        ("pa@3 >= baseline, alpha=0.01", "pa@3", ">=", None, 0.0),
+    ],
+)
 def test_rule_syntax(text, metric, op, value, margin):
     r = parse_rule(text)
     assert (r.metric, r.op, r.value, r.margin) == (metric, op, value, margin)
 
 
-@pytest.mark.parametrize("text", ["pass@1 >= baseline + 0.05", "tamper_rate == baseline", "pass@1 >= 0.5 alpha=0.1",
-                                  "pass@0 >= 1", "pa@3 >= baseline alpha=2"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pass@1 >= baseline + 0.05",
+        "tamper_rate == baseline",
+        "pass@1 >= 0.5 alpha=0.1",
+        "pass@0 >= 1",
+        "pa@3 >= baseline alpha=2",
+    ],
+)
 def test_rules_refused(text):
     with pytest.raises(InputError):
         parse_rule(text)
@@ -159,9 +271,37 @@ def test_rules_refused(text):
 @pytest.mark.slow
 def test_gate_on_the_bundled_run(bundled_run, tmp_path):
     junit = tmp_path / "g.xml"
-    assert _gate(bundled_run, "--agent", "noop", "--baseline-agent", "oracle", "--baseline", bundled_run,
-                 "--rule", "pass@1 >= baseline - 0.05", "--rule", "tamper_rate==0", "--junit", junit) == 1
+    assert (
+        _gate(
+            bundled_run,
+            "--agent",
+            "noop",
+            "--baseline-agent",
+            "oracle",
+            "--baseline",
+            bundled_run,
+            "--rule",
+            "pass@1 >= baseline - 0.05",
+            "--rule",
+            "tamper_rate==0",
+            "--junit",
+            junit,
+        )
+        == 1
+    )
     xml = JUnitXml.fromfile(str(junit))
     assert (xml.tests, xml.failures, xml.errors, xml.skipped) == (16, 15, 0, 0)
-    assert _gate(bundled_run, "--agent", "oracle", "--rule", "pass@1>=0.6", "--rule", "infra_error==0",
-                 "--rule", "tamper_rate==0") == 0
+    assert (
+        _gate(
+            bundled_run,
+            "--agent",
+            "oracle",
+            "--rule",
+            "pass@1>=0.6",
+            "--rule",
+            "infra_error==0",
+            "--rule",
+            "tamper_rate==0",
+        )
+        == 0
+    )

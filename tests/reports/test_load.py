@@ -13,22 +13,34 @@ from reports._load import STATUSES, SuiteMismatch
 
 
 def test_columns_are_typed(tmp_path, make_run, make_row):
-    run = make_run(tmp_path / "a", [make_row("s1", "x", "passed", steps_to_green=2),
-                                    make_row("s2", "x", "reference_broken"),
-                                    make_row("s3", "x", "failed", cursor={"file": "b.js", "line": 1, "column": 1})])
+    run = make_run(
+        tmp_path / "a",
+        [
+            make_row("s1", "x", "passed", steps_to_green=2),
+            make_row("s2", "x", "reference_broken"),
+            make_row("s3", "x", "failed", cursor={"file": "b.js", "line": 1, "column": 1}),
+        ],
+    )
     df = load(run)
     assert list(df["status"].cat.categories) == list(STATUSES)
     assert str(df["steps_to_green"].dtype) == "Int64" and str(df["step"].dtype) == "Int64"
     assert str(df["cursor_wrong_file"].dtype) == "boolean" and df["cursor_px"].dtype == "float64"
     assert df["session_id"].dtype == "string" and df["intent"].dtype == "category"
-    assert df["valid"].tolist() == [True, False, True] and df["passed"].tolist() == [True, False, False]
+    assert df["valid"].tolist() == [True, False, True] and df["passed"].tolist() == [
+        True,
+        False,
+        False,
+    ]
     assert df["cursor_wrong_file"].tolist() == [pd.NA, pd.NA, True]
     assert df.attrs["runs"][0]["complete"] and df.attrs["notes"] == []
 
 
 def test_training_folder_gives_one_run_per_step(tmp_path, make_run, make_row):
     for n in (4, 12, 8):
-        make_run(tmp_path / "ckpt" / "harness-eval" / f"ba{n}", [make_row("s1", f"hfmem:r-ba{n}", "failed")])
+        make_run(
+            tmp_path / "ckpt" / "harness-eval" / f"ba{n}",
+            [make_row("s1", f"hfmem:r-ba{n}", "failed")],
+        )
     (tmp_path / "ckpt" / "harness-eval" / "notes").mkdir()
     for path in (tmp_path / "ckpt", tmp_path / "ckpt" / "harness-eval"):
         df = load(path)
@@ -57,14 +69,23 @@ def test_rows_without_hashes_are_matched_by_id_and_say_so(tmp_path, make_run, ma
 
 def test_same_agent_in_two_runs_is_two_arms(tmp_path, make_run, make_row):
     a = make_run(tmp_path / "one" / "run", [make_row("s1", "hf:m", "passed")])
-    b = make_run(tmp_path / "two" / "run", [make_row("s1", "hf:m", "failed"), make_row("s1", "noop", "failed")])
+    b = make_run(
+        tmp_path / "two" / "run",
+        [make_row("s1", "hf:m", "failed"), make_row("s1", "noop", "failed")],
+    )
     assert sorted(set(load([a, b])["arm"])) == ["noop", "one/run/hf:m", "two/run/hf:m"]
 
 
-@pytest.mark.parametrize("content,match", [
-    ({"session_id": "s", "agent": "x", "status": "exploded", "cache_key": "1"}, "unknown status"),
-    ({"agent": "x", "status": "passed", "cache_key": "1"}, "no session_id"),
-])
+@pytest.mark.parametrize(
+    "content,match",
+    [
+        (
+            {"session_id": "s", "agent": "x", "status": "exploded", "cache_key": "1"},
+            "unknown status",
+        ),
+        ({"agent": "x", "status": "passed", "cache_key": "1"}, "no session_id"),
+    ],
+)
 def test_bad_rows_are_input_errors(tmp_path, content, match):
     (tmp_path / "results.jsonl").write_text(json.dumps(content) + "\n")
     with pytest.raises(InputError, match=match):

@@ -17,17 +17,40 @@ sys.path.insert(0, str(Path(__file__).parent))  # the helper module beside this 
 import headless
 from etai_cmd import TIMES, TRAIN_SESSIONS, etai
 
-SECTIONS = ["runs", "agents", "pa-curve", "intents", "statuses", "cursor", "steps-to-green", "pairwise", "training"]
-TITLES = ["Runs", "Per-agent results", "Path Accuracy@1..k", "Per-intent breakdown", "Status breakdown",
-          "Cursor-error distribution", "Steps to green", "Pairwise comparison (paired tests)", "Metrics vs training step"]
+SECTIONS = [
+    "runs",
+    "agents",
+    "pa-curve",
+    "intents",
+    "statuses",
+    "cursor",
+    "steps-to-green",
+    "pairwise",
+    "training",
+]
+TITLES = [
+    "Runs",
+    "Per-agent results",
+    "Path Accuracy@1..k",
+    "Per-intent breakdown",
+    "Status breakdown",
+    "Cursor-error distribution",
+    "Steps to green",
+    "Pairwise comparison (paired tests)",
+    "Metrics vs training step",
+]
 FIGURES = [s for s in SECTIONS if s not in ("runs", "agents")]
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def _report(runs: list[Path], out: Path, *fmt: str) -> Path:
     t0 = time.monotonic()
-    p = etai("report", *map(str, runs), "--out", str(out), *(x for f in fmt for x in ("--format", f)))
-    TIMES[f"etai report {' '.join(r.name for r in runs)} ({', '.join(fmt) or 'md, html'})"] = time.monotonic() - t0
+    p = etai(
+        "report", *map(str, runs), "--out", str(out), *(x for f in fmt for x in ("--format", f))
+    )
+    TIMES[f"etai report {' '.join(r.name for r in runs)} ({', '.join(fmt) or 'md, html'})"] = (
+        time.monotonic() - t0
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     return out
 
@@ -41,8 +64,18 @@ def _every_section(out: Path) -> str:
         assert (out / "figures" / f"{fid}.png").read_bytes().startswith(PNG)
         assert f'<img id="fig-{fid}"' in page
     assert [f'<section id="{s}">' in page for s in SECTIONS] == [True] * len(SECTIONS)
-    assert "src=\"http" not in page and "<script" not in page  # self-contained: nothing fetched, nothing run
-    for status in ("passed", "failed", "timeout", "invalid_action", "tampered", "infra_error", "reference_broken"):
+    assert (
+        'src="http' not in page and "<script" not in page
+    )  # self-contained: nothing fetched, nothing run
+    for status in (
+        "passed",
+        "failed",
+        "timeout",
+        "invalid_action",
+        "tampered",
+        "infra_error",
+        "reference_broken",
+    ):
         assert f"<th>{status}</th>" in page
     return md
 
@@ -52,7 +85,9 @@ def _in_the_browser(html: Path) -> headless.Page:
     page = headless.open_page(html)
     assert page.title == "ETAI report" and page.sections == SECTIONS
     assert [i["id"] for i in page.images] == [f"fig-{f}" for f in FIGURES]
-    assert all(i["complete"] and i["width"] > 100 and i["height"] > 100 and i["shown"] for i in page.images), page.images
+    assert all(
+        i["complete"] and i["width"] > 100 and i["height"] > 100 and i["shown"] for i in page.images
+    ), page.images
     assert page.console_errors == []
     assert page.screenshot.startswith(PNG)
     return page
@@ -63,12 +98,20 @@ def _in_the_browser(html: Path) -> headless.Page:
 def test_report_on_two_agents_of_the_bundled_suite(bundled_run, tmp_path):
     out = tmp_path / "report"
     md = _every_section(_report([bundled_run], out))
-    assert "| oracle | 14 | 14 | 0.000 [0.000, 0.215] | 0.429 [0.214, 0.674] | 1.000 [0.785, 1.000] |" in md
-    assert "| oracle | noop | 14 | 14 | 0 | exact McNemar | 0.0001221 | 3 | +1.000 [+1.000, +1.000] |" in md
+    assert (
+        "| oracle | 14 | 14 | 0.000 [0.000, 0.215] | 0.429 [0.214, 0.674] | 1.000 [0.785, 1.000] |"
+        in md
+    )
+    assert (
+        "| oracle | noop | 14 | 14 | 0 | exact McNemar | 0.0001221 | 3 | +1.000 [+1.000, +1.000] |"
+        in md
+    )
     assert not (out / "report.json").exists()
     _report([bundled_run], tmp_path / "json", "json")
     data = json.loads((tmp_path / "json" / "report.json").read_text())
-    assert [a["arm"] for a in data["arms"]] == ["oracle", "noop"] and data["pairs"][0]["mcnemar_p"] == 2 / 2**14
+    assert [a["arm"] for a in data["arms"]] == ["oracle", "noop"] and data["pairs"][0][
+        "mcnemar_p"
+    ] == 2 / 2**14
     assert not (tmp_path / "json" / "report.html").exists()
 
     page = _in_the_browser(out / "report.html")
@@ -85,7 +128,10 @@ def test_report_on_a_training_folder(training_folder, tmp_path):
     md = _every_section(_report([training_folder], out))
     training = md.split("## Metrics vs training step")[1]
     assert "| series | step | arm | PA@1 | PA@2 | pass@1 |" in training
-    assert "| ckpt | 4 | hfmem:tiny-cpu-ba4 |" in training and "| ckpt | 8 | hfmem:tiny-cpu-ba8 |" in training
+    assert (
+        "| ckpt | 4 | hfmem:tiny-cpu-ba4 |" in training
+        and "| ckpt | 8 | hfmem:tiny-cpu-ba8 |" in training
+    )
     assert f"{len(TRAIN_SESSIONS)} session(s) compared" in md
     _in_the_browser(out / "report.html")
 

@@ -13,7 +13,9 @@ from scipy.stats import binomtest
 from reports import _stats
 
 
-@pytest.mark.parametrize("k,n", [(0, 10), (3, 10), (10, 10), (1, 1), (7, 14), (13, 14), (0, 1), (50, 164)])
+@pytest.mark.parametrize(
+    "k,n", [(0, 10), (3, 10), (10, 10), (1, 1), (7, 14), (13, 14), (0, 1), (50, 164)]
+)
 def test_wilson_matches_scipy(k, n):
     ref = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
     lo, hi = _stats.wilson(k, n)
@@ -28,8 +30,9 @@ def test_wilson_by_hand_and_empty():
     assert _stats.wilson(0, 0) == (None, None)
 
 
-@pytest.mark.parametrize("worse,better", [(0, 0), (0, 5), (5, 0), (3, 7), (7, 3), (10, 10), (1, 12), (14, 0),
-                                          (40, 25)])
+@pytest.mark.parametrize(
+    "worse,better", [(0, 0), (0, 5), (5, 0), (3, 7), (7, 3), (10, 10), (1, 12), (14, 0), (40, 25)]
+)
 def test_exact_mcnemar_is_the_binomial_test_on_discordant_pairs(worse, better):
     n = worse + better
     two = binomtest(worse, n, 0.5).pvalue if n else 1.0
@@ -39,7 +42,9 @@ def test_exact_mcnemar_is_the_binomial_test_on_discordant_pairs(worse, better):
 
 
 def test_mcnemar_by_hand():
-    assert _stats.mcnemar_exact(14, 0) == pytest.approx(2 / 2**14)  # noop vs oracle on the bundled suite
+    assert _stats.mcnemar_exact(14, 0) == pytest.approx(
+        2 / 2**14
+    )  # noop vs oracle on the bundled suite
     assert _stats.mcnemar_exact(14, 0, "a-worse") == pytest.approx(1 / 2**14)
     with pytest.raises(ValueError):
         _stats.mcnemar_exact(1, 1, "sideways")
@@ -57,8 +62,9 @@ def test_paired_bootstrap_equals_a_brute_force_loop_with_the_same_seed():
     means.sort()
     assert got.diff == pytest.approx(0.4)
     assert (got.lo, got.hi) == pytest.approx(tuple(np.quantile(means, [0.025, 0.975])))
-    assert got.p_two_sided == pytest.approx(min(1.0, 2 * min(np.mean(np.array(means) <= 0),
-                                                             np.mean(np.array(means) >= 0))))
+    assert got.p_two_sided == pytest.approx(
+        min(1.0, 2 * min(np.mean(np.array(means) <= 0), np.mean(np.array(means) >= 0)))
+    )
 
 
 def test_paired_bootstrap_approaches_the_exact_bootstrap_distribution():

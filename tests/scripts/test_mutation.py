@@ -34,25 +34,35 @@ def test_mutant_names_map_to_functions(m):
     metrics, results = "harness/metrics.py", "harness/results.py"
     assert m.function_of("harness.metrics.x_row_cursor__mutmut_30", metrics) == "row_cursor"
     assert m.function_of("harness.results.xǁResultStoreǁappend__mutmut_3", results) == (
-        "ResultStore.append")
+        "ResultStore.append"
+    )
     assert m.function_of("harness.results.xǁRunFolderǁ__init____mutmut_4", results) == (
-        "RunFolder.__init__")
+        "RunFolder.__init__"
+    )
 
 
 def test_mutated_code_is_the_added_lines_or_the_deleted_ones(m):
     diff = "--- a.py\n+++ a.py\n@@ -1,2 +1,2 @@\n-    x = 1\n+    x = 2\n     y = 3"
     assert m.mutated_code(diff) == "x = 2"
     assert m.mutated_code("--- a.py\n+++ a.py\n@@ -1 +0 @@\n-        ignore_index=IGNORE,") == (
-        "- ignore_index=IGNORE,")
+        "- ignore_index=IGNORE,"
+    )
 
 
 def test_equivalent_list_needs_a_reason_for_each_entry(m, tmp_path):
     good = tmp_path / "eq.txt"
-    good.write_text("# comment\n\n"
-                    "harness/metrics.py::lcs  prev = [0] * (len(b) + 2)\n    why: never read\n")
-    assert m.load_equivalent(good) == [{"module": "harness/metrics.py", "function": "lcs",
-                                        "code": "prev = [0] * (len(b) + 2)", "why": "never read",
-                                        "line": "3"}]
+    good.write_text(
+        "# comment\n\nharness/metrics.py::lcs  prev = [0] * (len(b) + 2)\n    why: never read\n"
+    )
+    assert m.load_equivalent(good) == [
+        {
+            "module": "harness/metrics.py",
+            "function": "lcs",
+            "code": "prev = [0] * (len(b) + 2)",
+            "why": "never read",
+            "line": "3",
+        }
+    ]
     bad = tmp_path / "bad.txt"
     bad.write_text("harness/metrics.py::lcs  prev = [0]\n")
     with pytest.raises(SystemExit, match="needs a `why:` line"):
@@ -69,9 +79,11 @@ def test_the_checked_in_equivalent_list_parses(m):
 
 def test_targets_default_to_each_modules_fast_tests(m):
     assert m.parse_targets(["harness/metrics.py"]) == [
-        ("harness/metrics.py", ["tests/harness/test_metrics.py"])]
+        ("harness/metrics.py", ["tests/harness/test_metrics.py"])
+    ]
     assert m.parse_targets(["harness/jest.py=tests/harness/test_verify.py"]) == [
-        ("harness/jest.py", ["tests/harness/test_verify.py"])]
+        ("harness/jest.py", ["tests/harness/test_verify.py"])
+    ]
     with pytest.raises(SystemExit, match="no such module"):
         m.parse_targets(["harness/nope.py"])
     with pytest.raises(SystemExit, match="no default tests"):
@@ -87,8 +99,14 @@ def test_quick_slice_reaches_the_threshold_and_leaves_the_tree_alone(tmp_path):
     # checkout would kill nothing (and mutmut's forced-fail step would stop the run first).
     before = (ROOT / "harness" / "metrics.py").read_bytes()
     out = tmp_path / "summary.json"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--json", str(out)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=900, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--json", str(out)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     summary = json.loads(out.read_text())
     (metrics,) = summary["modules"]
@@ -112,8 +130,14 @@ def test_a_bug_planted_in_the_scratch_copy_is_seen_by_the_tests(tmp_path):
     source.write_text(planted)
     (scratch / "mutants").mkdir()
     env = {**os.environ, "PYTHONPATH": str(scratch / "mutants")}
-    proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", "1"],
-                          cwd=scratch, env=env, capture_output=True, text=True, timeout=600,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mutmut", "run", "--max-children", "1"],
+        cwd=scratch,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode != 0
     assert "test_pixel_defaults_of_a_viewport_without_fields" in proc.stdout + proc.stderr

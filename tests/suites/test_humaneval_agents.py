@@ -24,22 +24,63 @@ def test_truncate_cuts_at_the_first_stop_sequence():
 def test_an_agent_that_cannot_complete_code_is_refused(tmp_path, capsys):
     replay = tmp_path / "r.jsonl"
     replay.write_text("")
-    assert main(["run", "--suite", "humaneval", "--agent", f"replay:{replay}", "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--suite",
+                "humaneval",
+                "--agent",
+                f"replay:{replay}",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
     assert "cannot complete code for humaneval" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 
 def test_unknown_task_id_is_refused(tmp_path, capsys):
-    assert main(["run", "--suite", "humaneval", "--agent", "oracle", "--session", "HumanEval/999",
-                 "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--suite",
+                "humaneval",
+                "--agent",
+                "oracle",
+                "--session",
+                "HumanEval/999",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
     assert "unknown HumanEval task id(s): HumanEval/999" in capsys.readouterr().err
 
 
 @pytest.mark.docker
 def test_oracle_and_noop_through_the_runner_and_resume(tmp_path, capsys):
     out = tmp_path / "he"
-    args = ["run", "--suite", "humaneval", "--agent", "oracle", "--agent", "noop", "--samples", "2",
-            "--out", str(out), "--json", "--no-progress", *SUBSET]
+    args = [
+        "run",
+        "--suite",
+        "humaneval",
+        "--agent",
+        "oracle",
+        "--agent",
+        "noop",
+        "--samples",
+        "2",
+        "--out",
+        str(out),
+        "--json",
+        "--no-progress",
+        *SUBSET,
+    ]
     assert main(args) == 0
     s = json.loads(capsys.readouterr().out)
     assert s["n_tasks"] == 3 and s["complete"]
@@ -61,10 +102,29 @@ def test_a_local_model_completes_code(tmp_path, capsys):
 
     model = tiny_model.build(tmp_path / "model", steps=5)
     out = tmp_path / "he"
-    assert main(["run", "--suite", "humaneval", "--agent", f"hf:{model}", "--max-new-tokens", "16",
-                 "--out", str(out), "--json", "--no-progress", *SUBSET]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--suite",
+                "humaneval",
+                "--agent",
+                f"hf:{model}",
+                "--max-new-tokens",
+                "16",
+                "--out",
+                str(out),
+                "--json",
+                "--no-progress",
+                *SUBSET,
+            ]
+        )
+        == 0
+    )
     a = json.loads(capsys.readouterr().out)["agents"][f"hf:{model}"]
-    assert a["n_samples"] == 3 and sum(a["status_counts"].values()) == 3  # every task scored, whatever it wrote
+    assert (
+        a["n_samples"] == 3 and sum(a["status_counts"].values()) == 3
+    )  # every task scored, whatever it wrote
     [folder] = [p for p in out.iterdir() if p.is_dir()]
     rows = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
     assert [r["task_id"] for r in rows] == TASKS

@@ -67,8 +67,12 @@ class _Open:
         self.n, self.agents, self.name = n, agents, f"countdown-{n}"
 
     def run(self, out: Path):
-        summary = {"kind": "countdown", "suite": self.name, "complete": True,
-                   "agents": {a: {"counted": self.n} for a in self.agents}}
+        summary = {
+            "kind": "countdown",
+            "suite": self.name,
+            "complete": True,
+            "agents": {a: {"counted": self.n} for a in self.agents},
+        }
         (out / "summary.json").write_text(json.dumps(summary))
         return summary
 
