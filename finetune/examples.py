@@ -105,10 +105,10 @@ def load_sessions(paths: str | Path | Sequence[str | Path]) -> list[dict[str, An
 def cursor_pixels(
     target: Mapping[str, Any], viewport: Mapping[str, Any] | None
 ) -> tuple[float, float]:
-    """DESIGN.md §4: x = gutter + (column-1)*char_width*zoom, y = (line-1-scroll)*line_height*zoom."""
-    v = {**DEFAULT_VIEWPORT, **(viewport or {})}
-    x = v["gutter_px"] + (target["column"] - 1) * v["char_width_px"] * v["zoom"]
-    y = (target["line"] - 1 - v["scroll_top_line"]) * v["line_height_px"] * v["zoom"]
+    """The target's screen position (harness.metrics.pixel: the formula cursor error is scored with)."""
+    from harness.metrics import pixel
+
+    x, y = pixel(target["line"], target["column"], {**DEFAULT_VIEWPORT, **(viewport or {})})
     return float(x), float(y)
 
 

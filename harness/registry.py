@@ -20,6 +20,7 @@ registries, ``ConfigError`` naming the key for finetune's). Pure stdlib: cheap t
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
@@ -59,6 +60,8 @@ class Registry(Generic[T]):
         self._about: dict[str, dict[str, Any]] = {}
         self._plugins: dict[str, Any] | None = None  # name -> EntryPoint, not loaded yet
         self._loaded = False
+        self._loading = False
+        self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ registering
     def register(self, name: str, obj: T | None = None, **about: Any) -> Any:
@@ -122,19 +125,27 @@ class Registry(Generic[T]):
 
     # ------------------------------------------------------------------ loading
     def _load(self) -> None:
+        # Worker threads may ask for their first entry at once: the others wait until every
+        # built-in is registered (a half-loaded registry answered "unknown sandbox 'docker'").
+        # Re-entrant: a built-in being imported may use the registry on the importing thread.
         if self._loaded:
             return
-        self._loaded = True  # first: the modules imported here call register()
-        for mod in self._builtins:
-            importlib.import_module(mod)
-        for mod in self._optional:
+        with self._lock:
+            if self._loaded or self._loading:
+                return
+            self._loading = True
             try:
-                importlib.import_module(mod)
-            except (
-                ImportError
-            ) as e:  # the module itself is absent; an import error inside it is a bug
-                if not (e.name and mod.startswith(e.name)):
-                    raise
+                for mod in self._builtins:
+                    importlib.import_module(mod)
+                for mod in self._optional:
+                    try:
+                        importlib.import_module(mod)
+                    except ImportError as e:  # the module is absent; an error inside it is a bug
+                        if not (e.name and mod.startswith(e.name)):
+                            raise
+            finally:
+                self._loading = False
+            self._loaded = True
 
     def _entry_points(self) -> dict[str, Any]:
         if self._plugins is None:

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import EtaiError, FolderBusy, InfraError, InputError
+from harness.records import NON_TERMINAL, SCHEMA_VERSION, problem, stamp
 
 RESULTS = "results.jsonl"
 LOCK = ".etai.lock"
-NON_TERMINAL = {"infra_error"}
 
 
 def cache_key(*parts: Any) -> str:
@@ -44,12 +44,16 @@ def storage_error(e: OSError, where: Path, what: str) -> EtaiError:
 
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write JSON to a temp file, fsync, then rename over ``path``: readers never see half a file."""
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write to a temp file, fsync, then rename over ``path``: readers never see half a file."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w") as f:
-            json.dump(obj, f, indent=2, sort_keys=True, default=str)
-            f.write("\n")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -77,7 +81,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         return []
     by_key: dict[str, dict[str, Any]] = {}
     with open(path, "rb") as f:
-        for raw in f:
+        for n, raw in enumerate(f, 1):
             if not raw.endswith(b"\n"):
                 break  # torn last line: that row is re-run
             try:
@@ -86,6 +90,8 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                 continue
             if not isinstance(row, dict) or "cache_key" not in row:
                 continue  # valid JSON but not a row (a hand-edited file): skipped like a torn one
+            if row.get("schema_version", 0) != SCHEMA_VERSION and problem(row):
+                raise InputError(problem(row), where=f"{path}: line {n}")
             key = row["cache_key"]
             old = by_key.get(key)
             if old is None or (
@@ -93,6 +99,27 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
             ):
                 by_key[key] = row
     return list(by_key.values())
+
+
+def append_line(path: Path, line: bytes, *, new: bool = False) -> None:
+    """Append one whole line and fsync it, all or nothing: a failed write (a full disk) is cut
+    back, so a reader never sees half a line; ``new``: the file did not exist and is removed again.
+    The one append of the project (result rows, HumanEval completions)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(line)
+            while view:  # a whole line per call, normally; a short write (disk filling) goes on
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except OSError:
+            os.ftruncate(fd, size)
+            if new:
+                os.unlink(path)
+            raise
+    finally:
+        os.close(fd)
 
 
 class ResultStore:
@@ -125,8 +152,9 @@ class ResultStore:
         return key in self._terminal
 
     def append(self, row: dict[str, Any]) -> None:
-        if "cache_key" not in row:
-            raise ValueError("a result row needs a cache_key")
+        row = stamp(
+            row
+        )  # schema_version; a row without a cache_key or with an unknown status is a bug
         line = (json.dumps(row, sort_keys=True, default=str) + "\n").encode()
         with self._lock:
             new = not self.path.exists()
@@ -141,23 +169,7 @@ class ResultStore:
                 self._terminal.add(row["cache_key"])
 
     def _write(self, line: bytes, new: bool) -> None:
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            size = os.fstat(fd).st_size
-            try:
-                view = memoryview(line)
-                while (
-                    view
-                ):  # a whole line per call, normally; a short write (disk filling) is continued
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            except OSError:
-                os.ftruncate(fd, size)  # all or nothing: no half row for the loader to skip
-                if new:
-                    os.unlink(self.path)
-                raise
-        finally:
-            os.close(fd)
+        append_line(self.path, line, new=new)
 
     def rows(self, keys: Iterable[str] | None = None) -> list[dict[str, Any]]:
         """Rows of this run; with ``keys``, only those (so a summary covers exactly this command's work)."""

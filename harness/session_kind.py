@@ -18,6 +18,7 @@ from harness import metrics
 from harness.agents import AgentContext, from_spec
 from harness.errors import InputError
 from harness.loop import preflight, run_episode
+from harness.records import SCHEMA_VERSION
 from harness.results import ResultStore, cache_key, write_json_atomic
 from harness.runner import at_least_one, execute
 from harness.sessions import Session, Suite, load_suite
@@ -227,6 +228,7 @@ def _run(
 
     rows = store.rows(keys)
     summary = {
+        "schema_version": SCHEMA_VERSION,
         "kind": KIND.name,
         "suite": st.name,
         "k": k,

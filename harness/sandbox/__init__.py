@@ -7,26 +7,12 @@ it exists to debug on machines without Docker and must be asked for by name.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.records import Status  # the one status enum, re-exported for backends
 from harness.registry import Registry
-
-
-class Status(str, enum.Enum):
-    """Outcome of one execution, decided by the harness from evidence, never from an exit code alone."""
-
-    PASSED = "passed"
-    FAILED = "failed"
-    TIMEOUT = "timeout"
-    MEMORY_LIMIT = "memory_limit"
-    OUTPUT_LIMIT = "output_limit"
-    TAMPERED = (
-        "tampered"  # the run's evidence shows workspace code interfered with the tests or framework
-    )
-    INFRA_ERROR = "infra_error"
 
 
 @dataclass(frozen=True)

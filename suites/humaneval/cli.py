@@ -49,12 +49,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def format_table(summary: dict[str, Any]) -> str:
     counts = ", ".join(f"{k} {v}" for k, v in summary["status_counts"].items())
+    from harness.tables import grid
+
     lines = [
         f"humaneval  {summary['agent']}  tasks {summary['n_tasks']}  samples {summary['n_samples']}",
         f"  status: {counts}",
-        "  metric     value",
     ]
-    lines += [f"  pass@{k:<6} {v:.3f}" for k, v in summary["pass@k"].items()]
+    rows = [[f"pass@{k}", f"{v:.3f}"] for k, v in summary["pass@k"].items()]
+    lines += [f"  {line}" for line in grid(["metric", "value"], rows)] if rows else []
     if not summary["pass@k"]:
         lines.append("  (no k fits the number of samples per task)")
     if not summary.get("complete", True):

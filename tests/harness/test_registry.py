@@ -120,3 +120,37 @@ def test_builtin_modules_are_imported_on_first_use_and_optional_ones_may_be_abse
         buggy.names()
     for mod in ("etai_reg_builtin", "etai_reg_buggy"):
         sys.modules.pop(mod, None)
+
+
+def test_threads_that_ask_at_once_all_see_every_builtin(tmp_path, monkeypatch):
+    """The first lookups of a run come from its worker threads at once; none may see a half-loaded
+    registry (one did: "unknown sandbox 'docker'; known: " while another thread was importing)."""
+    import threading
+
+    (tmp_path / "etai_reg_host.py").write_text(
+        "from harness.registry import Registry\nREG = Registry('thing', builtins=('etai_reg_slow',))\n"
+    )
+    (tmp_path / "etai_reg_slow.py").write_text(
+        "import time\nfrom etai_reg_host import REG\n"
+        "time.sleep(0.3)  # a built-in module that takes a while to import\n"
+        "REG.register('slow', 1)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from etai_reg_host import REG
+
+    got, errors = [], []
+
+    def ask():
+        try:
+            got.append(REG.get("slow"))
+        except Exception as e:  # noqa: BLE001  collected, asserted below
+            errors.append(e)
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and got == [1] * 8
+    for mod in ("etai_reg_host", "etai_reg_slow"):
+        sys.modules.pop(mod, None)

@@ -140,7 +140,10 @@ def test_append_writes_one_sorted_line_with_mode_0644(tmp_path):
     finally:
         os.umask(old)
     p = tmp_path / "results.jsonl"
-    assert p.read_text() == '{"cache_key": "k", "path": "p", "status": "passed"}\n'
+    assert (
+        p.read_text()
+        == '{"cache_key": "k", "path": "p", "schema_version": 1, "status": "passed"}\n'
+    )
     assert stat.S_IMODE(p.stat().st_mode) == 0o644
     with pytest.raises(ValueError, match="^a result row needs a cache_key$"):
         s.append({"status": "passed"})
@@ -202,7 +205,7 @@ def test_torn_tail_is_cut_whatever_comes_before(tmp_path, torn):
     p.write_text(torn)
     whole = torn[: torn.rfind("\n") + 1]
     ResultStore(tmp_path).append({"cache_key": "new"})
-    assert p.read_text() == whole + '{"cache_key": "new"}\n'
+    assert p.read_text() == whole + '{"cache_key": "new", "schema_version": 1}\n'
 
 
 # --- RunFolder: the run's hold on its folder ---------------------------------------------------
