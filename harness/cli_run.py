@@ -75,6 +75,16 @@ def add_parsers(sub) -> None:
     )
     v = s.add_parser("validate", help="check every session of a suite; exit 2 listing each problem")
     v.add_argument("path", help="suite folder or bundled name")
+    v.add_argument(
+        "--jest",
+        action="store_true",
+        help="also replay every reference in the sandbox (non-green start, green within k, "
+        "untampered, repeatable) and check the trace edits only source files where the cursor "
+        "target is",
+    )
+    v.add_argument("--sandbox", default="docker", help="with --jest: the sandbox (default docker)")
+    v.add_argument("--workers", type=int, default=None, help="with --jest: sessions in parallel")
+    v.add_argument("--no-progress", action="store_true", help="no progress bar")
     v.set_defaults(func=_validate)
     rec = s.add_parser(
         "record", help="run each reference trace in the sandbox and write real results back"
@@ -122,10 +132,41 @@ def _validate(args: argparse.Namespace) -> int:
     from harness.sessions import load_suite
 
     suite = load_suite(args.path)
+    if args.jest:
+        return _validate_with_jest(suite, args)
     print(
         f"{suite.name}: {len(suite.sessions)} sessions ok "
         f"({len({s.intent for s in suite.sessions})} intents) at {suite.path}"
     )
+    return 0
+
+
+def _validate_with_jest(suite, args: argparse.Namespace) -> int:
+    import os
+
+    from harness.errors import InputError
+    from harness.runner import at_least_one
+    from harness.sandbox import require_kind
+    from harness.suite_check import check_suite
+
+    require_kind(args.sandbox)
+    workers = (
+        (os.cpu_count() or 1) if args.workers is None else at_least_one("workers", args.workers)
+    )
+    checks = check_suite(
+        suite, sandbox=args.sandbox, workers=workers, progress=not args.no_progress
+    )
+    for c in checks:
+        if c.ok:
+            print(f"ok    {c.session_id}: the reference reaches green at step {c.steps_to_green}")
+        else:
+            print(f"FAIL  {c.session_id}: " + "; ".join(c.problems))
+    bad = [c for c in checks if not c.ok]
+    if bad:
+        raise InputError(
+            f"{len(bad)} of {len(checks)} sessions fail against Jest", where=str(suite.path)
+        )
+    print(f"{suite.name}: {len(checks)} sessions ok against Jest at {suite.path}")
     return 0
 
 
