@@ -16,7 +16,13 @@ def add_parser(sub) -> None:
         description="Build a Composer Trainer from CONFIG.yaml and fit it. Multi-GPU: "
         "`composer -n 8 -m finetune.train CONFIG.yaml` (see finetune/README.md).",
     )
-    p.add_argument("config", help="YAML config, e.g. finetune/configs/tiny-cpu.yaml")
+    add_config_arguments(p)
+    p.set_defaults(func=run)
+
+
+def add_config_arguments(p: argparse.ArgumentParser) -> None:
+    """CONFIG and --set KEY=VALUE: the same for `etai train` and `composer -m finetune.train`."""
+    p.add_argument("config", help="training config (YAML), e.g. finetune/configs/tiny-cpu.yaml")
     p.add_argument(
         "--set",
         dest="overrides",
@@ -25,7 +31,6 @@ def add_parser(sub) -> None:
         metavar="KEY=VALUE",
         help="override a config value, e.g. --set data.sessions=my.jsonl (repeatable)",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -34,17 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="etai train", description="Fine-tune an ETAI agent model."
     )
-    parser.add_argument(
-        "config", help="training config (YAML), e.g. finetune/configs/tiny-cpu.yaml"
-    )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config value, e.g. --set data.sessions=my.jsonl (repeatable)",
-    )
+    from finetune.cli import add_config_arguments
+
+    add_config_arguments(parser)
     return parser
 
 
