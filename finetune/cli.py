@@ -16,21 +16,10 @@ def add_parser(sub) -> None:
         description="Build a Composer Trainer from CONFIG.yaml and fit it. Multi-GPU: "
         "`composer -n 8 -m finetune.train CONFIG.yaml` (see finetune/README.md).",
     )
+    from finetune.config import add_config_arguments
+
     add_config_arguments(p)
     p.set_defaults(func=run)
-
-
-def add_config_arguments(p: argparse.ArgumentParser) -> None:
-    """CONFIG and --set KEY=VALUE: the same for `etai train` and `composer -m finetune.train`."""
-    p.add_argument("config", help="training config (YAML), e.g. finetune/configs/tiny-cpu.yaml")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config value, e.g. --set data.sessions=my.jsonl (repeatable)",
-    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -176,3 +176,16 @@ def load_config(path: str | Path, overrides: Iterable[str] = ()) -> Config:
     raw = apply_overrides(raw, overrides)
     validate(raw)
     return Config(raw=raw, path=path)
+
+
+def add_config_arguments(p: Any) -> None:
+    """CONFIG and --set KEY=VALUE: the same for `etai train` and `composer -m finetune.train`."""
+    p.add_argument("config", help="training config (YAML), e.g. finetune/configs/tiny-cpu.yaml")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set data.sessions=my.jsonl (repeatable)",
+    )

@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="etai train", description="Fine-tune an ETAI agent model."
     )
-    from finetune.cli import add_config_arguments
+    from finetune.config import add_config_arguments
 
     add_config_arguments(parser)
     return parser
