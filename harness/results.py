@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import EtaiError, FolderBusy, InfraError, InputError
-from harness.records import NON_TERMINAL, SCHEMA_VERSION, problem, stamp
+from harness.records import NON_TERMINAL, problem, stamp
 
 RESULTS = "results.jsonl"
 LOCK = ".etai.lock"
@@ -52,8 +52,8 @@ def write_text_atomic(path: Path, text: str) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
+        with open(tmp, "wb") as f:
+            f.write(text.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -90,8 +90,9 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                 continue
             if not isinstance(row, dict) or "cache_key" not in row:
                 continue  # valid JSON but not a row (a hand-edited file): skipped like a torn one
-            if row.get("schema_version", 0) != SCHEMA_VERSION and problem(row):
-                raise InputError(problem(row), where=f"{path}: line {n}")
+            wrong = problem(row)
+            if wrong:
+                raise InputError(wrong, where=f"{path}: line {n}")
             key = row["cache_key"]
             old = by_key.get(key)
             if old is None or (

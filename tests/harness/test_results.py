@@ -192,6 +192,17 @@ def test_a_failed_append_is_cut_back_to_the_rows_before(tmp_path, monkeypatch):
     assert (tmp_path / "results.jsonl").read_bytes() == before
 
 
+def test_append_line_keeps_what_the_file_held_when_a_write_fails(tmp_path, monkeypatch):
+    # HumanEval's completions go through append_line with the default new=False: a full disk
+    # must cut back only the line that failed, never remove completions already paid for.
+    p = tmp_path / "samples.jsonl"
+    results.append_line(p, b"one\n")
+    short_then_full(monkeypatch)
+    with pytest.raises(OSError):
+        results.append_line(p, b"two, longer than one short write\n")
+    assert p.read_bytes() == b"one\n"
+
+
 @pytest.mark.parametrize(
     "torn",
     [
