@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -90,6 +92,10 @@ def open_page(path: Path, *, width: int = 1280, height: int = 1700) -> Page:
             stderr=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             text=True,
+            # Its own group: chromium's helpers (zygote, renderer, crashpad) outlive the main
+            # process and keep writing into the profile, so the profile is removed only after
+            # the whole group is gone (a CI run failed on "Directory not empty: 'Default'").
+            start_new_session=True,
         )
         try:
             url = None
@@ -152,9 +158,42 @@ def open_page(path: Path, *, width: int = 1280, height: int = 1700) -> Page:
             cdp.ws.close()
             return Page(info["title"], info["sections"], images, errors, shot)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _end_group(proc)
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the browser's process group, SIGKILL what is left after 10 s, and return only
+    when no process of the group remains."""
+    pgid = proc.pid  # start_new_session: the group id is the leader's pid
+    for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 30.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            continue
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if not _live_members(pgid):
+                return
+            time.sleep(0.05)
+    proc.wait()
+
+
+def _live_members(pgid: int) -> list[int]:
+    """Pids of the group that are not zombies (a zombie writes nothing; whether one is reaped
+    depends on the machine's pid 1, so `killpg(pgid, 0)` alone could wait for nothing)."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            # after the command's closing parenthesis: state, ppid, pgrp
+            state, _ppid, pgrp = (d / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, IndexError, ValueError):
+            continue
+        if int(pgrp) == pgid and state != "Z":
+            pids.append(int(d.name))
+    return pids
