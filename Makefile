@@ -2,7 +2,7 @@
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,train,serve,report
+EXTRAS ?= dev,train,serve,report,ray
 
 .PHONY: setup docker venv image browser demo test test-fast lint bench redteam mutation clean
 
