@@ -33,7 +33,7 @@ demo: setup
 # pytest's exit 5 ("no tests ran") is a failure, never a pass.
 test: setup browser
 	$(BIN)/etai sandbox prune
-	$(BIN)/python -m pytest -q; rc=$$?; \
+	$(BIN)/python -m pytest -q --durations=30; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests ran: failing" >&2; exit 1; fi; exit $$rc
 
 # ruff with the rules pyproject.toml names; .ci/run runs it after the tests.
