@@ -114,6 +114,7 @@ def _new_row(session: Session, agent: Agent, sample: int, k: int, max_steps: int
     return {
         "session_id": session.session_id,
         "agent": agent.spec,
+        "agent_fingerprint": getattr(agent, "fingerprint", ""),
         "sample": sample,
         "intent": session.intent,
         "k": k,
@@ -133,6 +134,13 @@ def _new_row(session: Session, agent: Agent, sample: int, k: int, max_steps: int
         "reason": None,
         "tamper": [],
         "checks": [],
+        # Rollouts as data (finetune.rollouts): with these a row re-renders every prompt the agent
+        # was given, so a run folder is a training set.
+        "task": {
+            "user_instruction": session.user_instruction,
+            "ide_context": session.raw.get("ide_context", {}),
+        },
+        "observations": [],
     }
 
 
@@ -158,7 +166,7 @@ def _play(
     row["image"] = sb.image
     base = take_baseline(sb, sb.test_files, passing=passing, gold=gold)
     episode = agent.start(TaskView.of(session, max_steps=max_steps, k=k), sample)
-    observations: list[dict[str, Any]] = []
+    observations: list[dict[str, Any]] = row["observations"]  # what the agent saw, step by step
     first_edit: Cursor | None = None
     verdict: Verdict | None = None
     for i in range(1, max_steps + 1):
@@ -230,6 +238,9 @@ def _play(
         _note_tamper(row, verdict.tamper)
     row["verification"] = verdict.to_dict()
     row["checks"] = list(verdict.checks)
+    transcript = getattr(episode, "transcript", None)  # a text agent's prompts and raw outputs
+    if callable(transcript):
+        row["transcript"] = transcript()
     predicted = cursor_of(episode)
     if predicted is not None:
         row["cursor"], row["cursor_source"] = vars(predicted), "agent"

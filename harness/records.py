@@ -73,6 +73,11 @@ class Row(TypedDict, total=False):
     tamper: list[str]
     verification: dict[str, Any]
     final_output: str | None
+    # rollouts as data (finetune.rollouts re-renders every prompt from these)
+    agent_fingerprint: str  # the model weights' fingerprint ("" for rule-based agents)
+    task: dict[str, Any]  # user_instruction and ide_context, as the agent was given them
+    observations: list[dict[str, Any]]  # per step: step, tool_called, tool_args, execution_result
+    transcript: dict[str, Any]  # text agents: format, max_result_chars, prompt_sha256, outputs
 
 
 class Summary(TypedDict, total=False):

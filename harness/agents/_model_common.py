@@ -124,15 +124,29 @@ class TextEpisode:
     tools: tuple[str, ...]
     gen: Generation
     complete: Complete
-    outputs: list[str] = field(default_factory=list)  # raw model texts, for debugging
+    outputs: list[str] = field(default_factory=list)  # raw model texts, one per step
+    prompt_sha256: list[str] = field(default_factory=list)  # of the prompt text, one per step
 
     def act(self, observations: Sequence[Mapping[str, Any]]):
         prompt = render_prompt(self.record, observations, self.gen.max_result_chars)
+        self.prompt_sha256.append(hashlib.sha256(prompt.encode()).hexdigest())
         text = self.complete(
             prompt, step_seed(self.record["session_id"], self.sample, len(observations))
         )
         self.outputs.append(text)
         return parse_action(text, tools=self.tools)
+
+    def transcript(self) -> dict[str, Any]:
+        """What a result row keeps to be training data: the render settings, a hash of each prompt
+        (a reader re-renders it from the row's task and observations and checks the hash) and the
+        raw output of each step, invalid ones included."""
+        return {
+            "format": "etai-text",
+            "max_result_chars": self.gen.max_result_chars,
+            "temperature": self.gen.temperature,
+            "prompt_sha256": list(self.prompt_sha256),
+            "outputs": list(self.outputs),
+        }
 
 
 # ------------------------------------------------------------------------------ fingerprints
