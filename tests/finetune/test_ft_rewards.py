@@ -1,0 +1,55 @@
+"""The reward registry: the documented default, by hand, and plug-ins by name."""
+
+from __future__ import annotations
+
+import pytest
+
+from finetune.errors import ConfigError
+from finetune.rewards import REWARDS, StepPenalisedReward, build_reward
+
+
+def _row(status, **fields):
+    return {"status": status, "n_invalid": 0, "tamper": [], **fields}
+
+
+def test_default_reward_by_hand():
+    r = build_reward(None)
+    assert r(_row("passed", steps_to_green=1)) == pytest.approx(1.0)
+    assert r(_row("passed", steps_to_green=3)) == pytest.approx(0.9)  # 1 − 0.05·2
+    assert r(_row("passed", steps_to_green=2, n_invalid=1)) == pytest.approx(0.85)
+    assert r(_row("failed")) == pytest.approx(0.0)
+    assert r(_row("failed", n_invalid=2)) == pytest.approx(-0.2)
+    assert r(_row("invalid_action", n_invalid=10)) == pytest.approx(-1.0)
+    for limit in ("timeout", "memory_limit", "output_limit"):
+        assert r(_row(limit)) == pytest.approx(-0.5)
+
+
+def test_tampering_is_strongly_negative_whatever_else_happened():
+    r = build_reward({})
+    assert r(_row("tampered", tamper=["jest config edited"])) == -2.0
+    # a row that claims green but carries tamper evidence is still tampered
+    assert r(_row("passed", steps_to_green=1, tamper=["x"])) == -2.0
+    worst_honest = r(_row("invalid_action", n_invalid=10))
+    assert r(_row("tampered", tamper=["x"])) < worst_honest
+
+
+def test_machinery_failures_give_no_signal():
+    r = build_reward({})
+    assert r(_row("infra_error")) is None and r(_row("reference_broken")) is None
+    assert r({}) is None
+
+
+def test_ranking_prefers_shorter_green_paths():
+    r = build_reward({"step_penalty": 0.2})
+    values = [r(_row("passed", steps_to_green=j)) for j in (1, 2, 3)]
+    assert values == sorted(values, reverse=True) and values[0] > values[-1] > r(_row("failed"))
+
+
+def test_registry_names_plugins_and_errors():
+    assert REWARDS.resolve("default") is StepPenalisedReward
+    plugged = build_reward({"name": "finetune.rewards:StepPenalisedReward", "green": 3.0})
+    assert plugged(_row("passed", steps_to_green=1)) == 3.0
+    with pytest.raises(ConfigError, match="reward"):
+        build_reward({"name": "no-such-reward"})
+    with pytest.raises(ConfigError, match="reward"):
+        build_reward({"bonus": 1})
