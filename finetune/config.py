@@ -33,6 +33,7 @@ SCHEMA: dict[str, set[str] | None] = {
         "max_seq_len",
         "max_result_chars",
         "pairs",
+        "rollouts",
         "shuffle",
         "num_workers",
     },
@@ -67,6 +68,7 @@ SCHEMA: dict[str, set[str] | None] = {
     },
     "callbacks": {"harness_eval"},
     "export": {"folder", "heads"},
+    "reward": None,
 }
 _SCALARS = {"run_name", "seed"}
 _MISSING = object()
@@ -107,7 +109,10 @@ class Config:
 
         ``etai train`` may run from anywhere, while bundled configs name project files.
         """
-        value = self.get(key, str, default)
+        return self.path_of_value(self.get(key, str, default), key, must_exist)
+
+    def path_of_value(self, value: str, key: str, must_exist: bool = True) -> Path:
+        """``path_of`` for a value read otherwise (an item of a list); ``key`` names it in errors."""
         path = Path(value).expanduser()
         if path.is_absolute() or not must_exist:
             candidates = [path]

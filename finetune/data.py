@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from finetune.errors import DataError
 from finetune.examples import IGNORE, MISSING, Example, PairExample
 
 EXAMPLE_COLUMNS = {
@@ -43,11 +44,31 @@ PAIR_COLUMNS = {
     "rejected_labels": "ndarray:int32",
     "truncated": "int",
 }
+REF_LOGPS_COLUMN = {"ref_logps": "ndarray:float32"}  # pairs whose reference log-probs are stored
+
+
+def columns_of(examples: Sequence[Example | PairExample]) -> dict[str, str]:
+    """The MDS columns: examples', or pairs' (with ``ref_logps`` when every pair has it).
+
+    Pairs with and without stored reference log-probs cannot share a batch (the loss would get the
+    column for some rows only), so a mix is a DataError.
+    """
+    if not examples or isinstance(examples[0], Example):
+        return EXAMPLE_COLUMNS
+    stored = {e.ref_logps is not None for e in examples}
+    if len(stored) > 1:
+        raise DataError("some preference pairs carry ref_logps and some do not: give all or none")
+    return {**PAIR_COLUMNS, **REF_LOGPS_COLUMN} if stored == {True} else PAIR_COLUMNS
 
 
 def to_record(example: Example | PairExample) -> dict[str, Any]:
     columns = EXAMPLE_COLUMNS if isinstance(example, Example) else PAIR_COLUMNS
     record = asdict(example)
+    if isinstance(example, PairExample):
+        if example.ref_logps is None:
+            record.pop("ref_logps")
+        else:
+            columns = {**columns, **REF_LOGPS_COLUMN}
     for key, kind in columns.items():
         if kind.startswith("ndarray"):
             record[key] = np.asarray(record[key], dtype=kind.split(":")[1])
@@ -61,7 +82,7 @@ def write_mds(examples: Sequence[Example | PairExample], out_dir: str | Path) ->
     out_dir = Path(out_dir)
     if out_dir.exists():
         shutil.rmtree(out_dir)
-    columns = EXAMPLE_COLUMNS if examples and isinstance(examples[0], Example) else PAIR_COLUMNS
+    columns = columns_of(examples)
     with MDSWriter(out=str(out_dir), columns=columns, compression="zstd") as writer:
         for example in examples:
             writer.write(to_record(example))
@@ -170,3 +191,33 @@ def make_dataloader(
         num_workers=num_workers,
         drop_last=False,
     )
+
+
+def with_reference_logps(
+    pairs: Sequence[PairExample], lm: Any, pad_id: int, batch_size: int = 8
+) -> list[PairExample]:
+    """The pairs with ``ref_logps`` filled in by ``lm`` (the frozen reference), computed once.
+
+    The same sums the DPO loss's reference pass computes (``losses.sequence_logps``), so a run
+    with stored log-probs needs no reference model in memory during training.
+    """
+    from finetune.losses import sequence_logps
+
+    out: list[PairExample] = []
+    was_training = lm.training
+    lm.eval()
+    device = next(lm.parameters()).device
+    with torch.no_grad():
+        for start in range(0, len(pairs), batch_size):
+            chunk = [replace(p, ref_logps=None) for p in pairs[start : start + batch_size]]
+            batch = collate_pairs([to_record(p) for p in chunk], pad_id)
+            flat = {
+                k: batch[k].reshape(-1, batch[k].size(-1)).to(device)
+                for k in ("input_ids", "attention_mask", "labels")
+            }
+            logits = lm(input_ids=flat["input_ids"], attention_mask=flat["attention_mask"]).logits
+            logps, _ = sequence_logps(logits, flat["labels"])
+            for pair, (c, r) in zip(chunk, logps.view(-1, 2).tolist()):
+                out.append(replace(pair, ref_logps=(c, r)))
+    lm.train(was_training)
+    return out

@@ -62,6 +62,7 @@ class PairExample:
     rejected_ids: tuple[int, ...]
     rejected_labels: tuple[int, ...]
     truncated: int
+    ref_logps: tuple[float, float] | None = None  # the reference's summed log-probs, if stored
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,8 @@ def build_example(
     max_result_chars: int = fmt.DEFAULT_MAX_RESULT_CHARS,
 ) -> Example:
     text, spans = fmt.render_training_example(session, max_result_chars)
+    if session.get("final_output") is None:  # a rollout that ended without an answer: none learned
+        text, spans = text[: spans[-1][0]], spans[:-1]
     ids, labels = encode_segments(tokenizer, _segments(text, spans))
     cut = max(len(ids) - max_seq_len, 0)
     # Cut the end: the instruction and context are what every later token depends on.
@@ -265,7 +268,10 @@ def build_pair(
 ) -> PairExample:
     """A preference record {session_id, step, chosen, rejected} -> token pair.
 
-    chosen/rejected are {tool_called, tool_args} actions or {final_output} answers.
+    chosen/rejected are {tool_called, tool_args} actions, {final_output} answers or {text} (a
+    model's raw output, e.g. an invalid action from a rollout). ``ref_logps`` ([chosen, rejected],
+    the reference model's summed log-probs of the two completions) is kept when given, and the
+    DPO loss then needs no reference forward pass.
     """
     try:
         session = sessions_by_id[record["session_id"]]
@@ -274,17 +280,24 @@ def build_pair(
             session, (session.get("execution_trace") or [])[:step], max_result_chars
         )
         sides = [_completion(record[side]) for side in ("chosen", "rejected")]
-    except (KeyError, TypeError, ValueError) as exc:
+        ref = record.get("ref_logps")
+        ref_logps = None if ref is None else (float(ref[0]), float(ref[1]))
+        if ref is not None and len(ref) != 2:
+            raise ValueError("ref_logps must be [chosen, rejected]")
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise DataError(f"bad preference record {dict(record)!r}: {exc!r}") from None
     out, cut = [], 0
     for completion in sides:
         ids, labels = encode_segments(tokenizer, [(prompt, False), (completion, True)])
         cut += max(len(ids) - max_seq_len, 0)
         out += [tuple(ids[:max_seq_len]), tuple(labels[:max_seq_len])]
-    return PairExample(uid_of(record["session_id"], step, sides[0], sides[1]), *out, truncated=cut)
+    uid = uid_of(record["session_id"], step, sides[0], sides[1])
+    return PairExample(uid, *out, truncated=cut, ref_logps=ref_logps)
 
 
 def _completion(side: Mapping[str, Any]) -> str:
+    if "text" in side:
+        return str(side["text"])
     if "final_output" in side:
         return fmt.render_final(side["final_output"])
     return fmt.render_action(side["tool_called"], side.get("tool_args") or {})

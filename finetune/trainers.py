@@ -130,9 +130,8 @@ class SFTTrainer:
         return loss
 
     def algorithms(self, loss: Any, reference: Any) -> list[Any]:
-        from composer.algorithms import GradientClipping
-
         from finetune.algorithms import (
+            GlobalGradientClipping,
             LossWeightSchedule,
             ReferenceForward,
             SequenceLengthWarmup,
@@ -167,7 +166,7 @@ class SFTTrainer:
             )
         clip = cfg.get("algorithms.gradient_clipping", (float, bool), False)
         if clip:
-            algos.append(GradientClipping(clipping_type="norm", clipping_threshold=float(clip)))
+            algos.append(GlobalGradientClipping(float(clip)))  # one norm over all FSDP roots
         if reference is not None:
             cache = cfg.get("algorithms.reference.cache", bool, False)
             algos.append(ReferenceForward(reference, loss, cache=cache))
@@ -271,12 +270,19 @@ class SFTTrainer:
         examples = self.records(sessions, tokenizer)
         if self.truncation and self.truncation.truncated_examples:
             log.warning("data.max_seq_len=%d: %s", self.max_seq_len, self.truncation)
-        dataloader = self.dataloader(examples, tokenizer)
         lm = build_lm(cfg, tokenizer, self.max_seq_len)
         reference = None
         if getattr(loss, "needs_reference", False):
             _disable_dropout(lm)  # as TRL does: policy and reference must agree at step 0
-            reference = copy.deepcopy(lm)
+            if self.paired and cfg.get("algorithms.reference.precompute", bool, False):
+                from finetune.data import with_reference_logps
+
+                # Once, before training (and before LoRA): the pairs carry them from here on.
+                examples = with_reference_logps(examples, lm, tokenizer.pad_token_id)
+                self.reference_stored = True
+            if not getattr(self, "reference_stored", False):
+                reference = copy.deepcopy(lm)
+        dataloader = self.dataloader(examples, tokenizer)
         lm = apply_lora(lm, cfg.get("model.lora", dict, None))
         model = AgentModel(lm, tokenizer, loss)
         loggers = [InMemoryLogger()]
@@ -336,21 +342,42 @@ class DPOTrainer(SFTTrainer):
     default_loss = "dpo"
     paired = True
 
-    def records(self, sessions: list[dict[str, Any]], tokenizer: Any) -> list[Any]:
-        import json
+    def sessions(self) -> list[dict[str, Any]]:
+        if self.cfg.get("data.pairs", str, "synthetic") == "rollouts":
+            return []  # the prefixes come with the pairs (rollout trajectories)
+        return super().sessions()
 
-        from finetune.examples import build_pair, synthetic_pairs, truncation_report
+    def pair_records(self, sessions: list[dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
+        """``data.pairs``: ``synthetic``, ``rollouts`` (execution pairs from ``data.rollouts``, see
+        finetune.rollouts.execution_pairs, ranked by ``reward``) or a JSONL file of records."""
+        from finetune.examples import synthetic_pairs
 
+        by_id = {s["session_id"]: s for s in sessions}
         source = self.cfg.get("data.pairs", str, "synthetic")
         if source == "synthetic":
-            pairs = synthetic_pairs(sessions, self.seed)
-        else:
-            lines = self.cfg.path_of("data.pairs").read_text().splitlines()
-            pairs = [json.loads(line) for line in lines if line.strip()]
-        by_id = {s["session_id"]: s for s in sessions}
+            return synthetic_pairs(sessions, self.seed), by_id
+        if source == "rollouts":
+            from finetune.rewards import build_reward
+            from finetune.rollouts import execution_pairs
+
+            pairs, prefixes = execution_pairs(
+                _rollout_rows(self.cfg), build_reward(self.cfg.section("reward"))
+            )
+            if not pairs:
+                raise ConfigError("data.rollouts", "no execution pairs in these run folders")
+            return pairs, prefixes
+        return _read_jsonl(self.cfg.path_of("data.pairs"), "data.pairs"), by_id
+
+    def records(self, sessions: list[dict[str, Any]], tokenizer: Any) -> list[Any]:
+        from finetune.data import columns_of
+        from finetune.examples import build_pair, truncation_report
+
+        pairs, by_id = self.pair_records(sessions)
         examples = [
             build_pair(p, by_id, tokenizer, self.max_seq_len, self.max_result_chars) for p in pairs
         ]
+        columns_of(examples)  # pairs with and without stored ref_logps do not mix
+        self.reference_stored = bool(examples) and examples[0].ref_logps is not None
         self.truncation = truncation_report(examples)
         return examples
 
@@ -358,6 +385,61 @@ class DPOTrainer(SFTTrainer):
         from finetune.data import collate_pairs
 
         return functools.partial(collate_pairs, pad_id=tokenizer.pad_token_id)
+
+
+@TRAINERS.register("rft")
+class RFTTrainer(SFTTrainer):
+    """Rejection-sampling fine-tuning: SFT (same examples, same loss mask) on the verified-green
+    rollouts of ``data.rollouts`` (run folders of ``etai run``), shortest first, deduplicated.
+
+    ``trainer: {type: rft, per_session: 1, allow_invalid: false, with_sessions: false}``:
+    distinct green rollouts kept per session; whether rollouts with an invalid step may be kept;
+    whether the reference traces of ``data.sessions`` are trained on too. Every kept row's prompts
+    are re-rendered and checked against the hashes the agent stored (``rollouts.check_prompts``).
+    """
+
+    def sessions(self) -> list[dict[str, Any]]:
+        from finetune.rollouts import check_prompts, select_green, trajectory
+
+        spec = self.cfg.section("trainer")
+        rows = _rollout_rows(self.cfg)
+        green = select_green(
+            rows,
+            per_session=int(spec.get("per_session", 1)),
+            allow_invalid=bool(spec.get("allow_invalid", False)),
+        )
+        for row in green:
+            check_prompts(row)
+        kept = [trajectory(row) for row in green]
+        self.kept = len(kept)
+        log.info("rft: kept %d green rollouts of %d rows", len(kept), len(rows))
+        if spec.get("with_sessions", False):
+            kept = super().sessions() + kept
+        if not kept:
+            raise ConfigError("data.rollouts", "no verified-green rollout to train on")
+        return kept
+
+
+def _rollout_rows(cfg: Config) -> list[dict[str, Any]]:
+    from finetune.rollouts import read_runs
+
+    value = cfg.get("data.rollouts", (str, list))
+    folders = [value] if isinstance(value, str) else value
+    return read_runs([cfg.path_of_value(str(f), "data.rollouts") for f in folders])
+
+
+def _read_jsonl(path: Path, key: str) -> list[dict[str, Any]]:
+    import json
+
+    records = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError as exc:
+            raise ConfigError(key, f"{path}:{n}: not JSON: {exc}") from None
+    return records
 
 
 def _disable_dropout(module: Any) -> None:

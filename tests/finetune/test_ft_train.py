@@ -140,7 +140,7 @@ def test_trainer_registry_builtins_plugin_and_unknown(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     assert TRAINERS.resolve("my_trainers:Quiet").default_loss == "causal_lm"
     with pytest.raises(
-        ConfigError, match="unknown trainer 'ppo'; known: dpo, sft; or 'module:Class'"
+        ConfigError, match="unknown trainer 'ppo'; known: dpo, rft, sft; or 'module:Class'"
     ):
         TRAINERS.resolve("ppo")
 
