@@ -5,6 +5,7 @@
   the tool-routing logits.
 - SequenceLengthWarmup: short sequences first; unlike Composer's own it knows our head positions.
 - ReferenceForward: runs the frozen reference model for losses that need it, kept outside the model.
+- GlobalGradientClipping: one norm over every parameter, also when FSDP made several roots.
 """
 
 from __future__ import annotations
@@ -111,6 +112,55 @@ class ToolFailureMask(Algorithm):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.failures = torch.tensor(state["failures"], dtype=torch.float64)
         self.calls = torch.tensor(state["calls"], dtype=torch.float64)
+
+
+def global_grad_norm(model: torch.nn.Module) -> torch.Tensor:
+    """The L2 norm of every gradient of ``model``, over all ranks' shards (collective under FSDP).
+
+    Composer's FSDP wraps each child of the AgentModel (the LM and each head) as its own FSDP
+    root; each root's ``clip_grad_norm_`` sees only its own parameters. Asked with an infinite
+    threshold it only measures (the clip coefficient clamps to 1); the roots' norms combine here.
+    """
+    import math
+
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    roots = [
+        m for m in model.modules() if isinstance(m, FullyShardedDataParallel) and m.check_is_root()
+    ]
+    inside = {id(p) for r in roots for p in r.parameters()}
+    loose = [p.grad for p in model.parameters() if id(p) not in inside and p.grad is not None]
+    squares = [torch.linalg.vector_norm(g.detach().float()) ** 2 for g in loose]
+    squares += [r.clip_grad_norm_(math.inf).float() ** 2 for r in roots]
+    if not squares:
+        return torch.zeros(())
+    return torch.stack([s.cpu() for s in squares]).sum().sqrt()
+
+
+class GlobalGradientClipping(Algorithm):
+    """Scales every gradient by ``min(1, threshold / global_norm)`` after the backward passes.
+
+    Composer's ``GradientClipping`` clips each FSDP root on its own, so with an LM and four heads
+    the update can be up to √5 times the threshold and the heads' share changes with the LM's
+    norm. Logs ``grad_norm/global`` (before clipping).
+    """
+
+    def __init__(self, threshold: float):
+        if not threshold > 0:
+            raise ValueError(f"clipping threshold must be positive, got {threshold}")
+        self.threshold = float(threshold)
+
+    def match(self, event: Event, state: State) -> bool:
+        return event == Event.AFTER_TRAIN_BATCH
+
+    def apply(self, event: Event, state: State, logger: Logger) -> None:
+        norm = global_grad_norm(state.model)
+        coef = min(1.0, self.threshold / (float(norm) + 1e-6))
+        if coef < 1.0:
+            for p in state.model.parameters():
+                if p.grad is not None:
+                    p.grad.mul_(coef)
+        logger.log_metrics({"grad_norm/global": float(norm)})
 
 
 _POSITION_KEYS = ("intent_pos", "tool_pos", "reward_pos", "cursor_pos")

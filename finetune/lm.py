@@ -65,6 +65,9 @@ def build_lm(cfg: Config, tokenizer: Any, max_seq_len: int) -> Any:
             raise ConfigError("model.tiny", str(exc)) from None
     else:
         lm = _load_pretrained(cfg, pretrained)
+    dtype = cfg.get("model.dtype", str, None)
+    if tiny is not None and dtype:
+        lm = lm.to(_dtype(dtype))  # as from_pretrained(torch_dtype=...) does for a pretrained LM
     lm.resize_token_embeddings(len(tokenizer))
     lm.config.pad_token_id = tokenizer.pad_token_id
     return lm
@@ -83,18 +86,37 @@ def _load_pretrained(cfg: Config, name: str) -> Any:
         )
     dtype = cfg.get("model.dtype", str, None)
     if dtype:
-        kwargs["torch_dtype"] = getattr(torch, dtype)
+        kwargs["torch_dtype"] = _dtype(dtype)
     return AutoModelForCausalLM.from_pretrained(name, **kwargs)
 
 
-def apply_lora(lm: Any, spec: dict[str, Any] | None) -> Any:
-    """LoRA adapters through peft when ``model.lora`` is set; the LM unchanged otherwise."""
-    if not spec:
-        return lm
-    from peft import LoraConfig, get_peft_model
+def _dtype(name: str) -> Any:
+    import torch
 
+    value = getattr(torch, name, None)
+    if not isinstance(value, torch.dtype):
+        raise ConfigError("model.dtype", f"{name!r} is not a torch dtype (e.g. bfloat16)")
+    return value
+
+
+def apply_lora(lm: Any, spec: dict[str, Any] | None) -> Any:
+    """LoRA adapters through peft when ``model.lora`` is set; the LM unchanged otherwise.
+
+    The trainable set is final here, so this is where low-precision trainable weights are refused
+    (``model.check_master_weights``): a bf16 base under LoRA is fine, a bf16 full fine-tune is not.
+    """
+    from finetune.model import check_master_weights
+
+    if spec:
+        from peft import LoraConfig, get_peft_model
+
+        try:
+            config = LoraConfig(task_type="CAUSAL_LM", **spec)
+        except TypeError as exc:
+            raise ConfigError("model.lora", str(exc)) from None
+        lm = get_peft_model(lm, config)
     try:
-        config = LoraConfig(task_type="CAUSAL_LM", **spec)
-    except TypeError as exc:
-        raise ConfigError("model.lora", str(exc)) from None
-    return get_peft_model(lm, config)
+        check_master_weights(lm)
+    except ValueError as exc:
+        raise ConfigError("model.dtype", str(exc)) from None
+    return lm

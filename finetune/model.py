@@ -51,9 +51,51 @@ def _gather(hidden: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     return hidden.gather(1, index)
 
 
+class BlockPolicy:
+    """``module -> bool``: True for the LM's transformer blocks (the classes HF marks as not
+    splittable, ``_no_split_modules``). A plain callable, not a bound method, so the LM does not
+    hold a reference to the AgentModel (deep copies and pickles of the LM stay the LM alone)."""
+
+    def __init__(self, names: frozenset[str]):
+        self.names = names
+
+    def __call__(self, module: nn.Module) -> bool:
+        return type(module).__name__ in self.names
+
+
+def block_policy(lm: nn.Module) -> BlockPolicy:
+    names = frozenset(getattr(lm, "_no_split_modules", None) or ())
+    if not names:
+        raise ValueError(f"{type(lm).__name__} names no transformer block (_no_split_modules)")
+    return BlockPolicy(names)
+
+
+def check_master_weights(model: nn.Module) -> None:
+    """Refuse trainable parameters that are not fp32.
+
+    The optimizer updates the parameters it is given; bf16 ones have no fp32 master copy, and at
+    lr 2e-5 most updates are below bf16's resolution and round to nothing. bf16 compute comes from
+    ``train.precision: amp_bf16`` (under FSDP: mixed precision casts the fp32 shards for compute).
+    Frozen low-precision weights (a LoRA or 4-bit base) are fine.
+    """
+    low = sorted(
+        {str(p.dtype) for p in model.parameters() if p.requires_grad and p.dtype != torch.float32}
+    )
+    if low:
+        raise ValueError(
+            f"trainable parameters in {', '.join(low)} would be updated without an fp32 master "
+            "copy; leave model.dtype out (fp32 weights) and set train.precision: amp_bf16 for "
+            "bf16 compute"
+        )
+
+
 class AgentModel(ComposerModel):
     def __init__(self, lm: nn.Module, tokenizer: Any, loss_fn: Any, hidden_size: int | None = None):
         super().__init__()
+        # Composer's FSDP wraps each child of this model on its own and asks *that child* for
+        # fsdp_wrap_fn / activation_checkpointing_fn: the policy must live on the LM, or the
+        # whole LM becomes one FSDP unit without checkpointing.
+        lm.fsdp_wrap_fn = lm.activation_checkpointing_fn = block_policy(lm)
         self.lm = lm
         self.tokenizer = tokenizer
         self.loss_fn = loss_fn
@@ -72,10 +114,17 @@ class AgentModel(ComposerModel):
         if paired:
             ids, mask = ids.reshape(-1, ids.size(-1)), mask.reshape(-1, mask.size(-1))
         with_heads = not paired and "intent_pos" in batch
-        out = self.lm(input_ids=ids, attention_mask=mask, output_hidden_states=with_heads)
+        # No KV cache in a training forward: with activation checkpointing the recomputation
+        # would append to the cache the first pass filled (keys twice as long as the mask).
+        out = self.lm(
+            input_ids=ids, attention_mask=mask, output_hidden_states=with_heads, use_cache=False
+        )
         outputs = {"logits": out.logits}
         if with_heads:
             hidden = out.hidden_states[-1]
+            # The buffers belong to this model, not to a child: FSDP (which moves only the children
+            # it wraps) leaves them where they were built. Read them where the hidden states are.
+            allowed, bias = (b.to(hidden.device) for b in (self.allowed_tools, self.tool_bias))
             outputs["intent_logits"] = self.intent_head(
                 _gather(hidden, batch["intent_pos"].unsqueeze(1)).squeeze(1)
             )
@@ -89,8 +138,8 @@ class AgentModel(ComposerModel):
             outputs["routed_tool_logits"] = route_tools(
                 outputs["tool_logits"].detach(),
                 outputs["intent_logits"].detach(),
-                self.allowed_tools,
-                self.tool_bias,
+                allowed,
+                bias,
             )
         return outputs
 
@@ -118,10 +167,3 @@ class AgentModel(ComposerModel):
             for name, head in self.heads().items()
         ]
         return groups
-
-    def fsdp_wrap_fn(self, module: nn.Module) -> bool:
-        # Shard per transformer block, the unit HF marks as not splittable.
-        return type(module).__name__ in set(getattr(self.lm, "_no_split_modules", None) or ())
-
-    def activation_checkpointing_fn(self, module: nn.Module) -> bool:
-        return self.fsdp_wrap_fn(module)

@@ -1,0 +1,85 @@
+"""Run by tests/finetune/test_fsdp.py under ``composer -n 2``: the tiny-cpu config through
+Composer's own FSDP path on CPU (gloo), then a JSON report per rank of what FSDP made of it.
+
+One substitution, and why: Composer 0.32.1's ``prepare_fsdp_module`` passes
+``device_id=torch.cuda.current_device()`` to FullyShardedDataParallel unconditionally, which
+raises "Found no NVIDIA driver" on a CPU machine (test_composer_fsdp_asks_for_a_cuda_device
+checks that). torch's FSDP itself runs on CPU with ``device_id=cpu``, so that one call answers
+the CPU device; everything else — Composer's wrapping, activation checkpointing, our algorithms,
+sharded checkpoints — is the real code.
+
+usage: fsdp_cpu_run.py OUT_DIR CONFIG [--set KEY=VALUE ...]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+torch.cuda.current_device = lambda: torch.device("cpu")  # see the module doc
+
+from composer import Callback  # noqa: E402
+from composer.utils import dist  # noqa: E402
+
+from finetune.algorithms import global_grad_norm  # noqa: E402
+from finetune.config import load_config  # noqa: E402
+from finetune.trainers import build_trainer  # noqa: E402
+
+
+class Probe(Callback):
+    """After the algorithms at AFTER_TRAIN_BATCH (clipping included): the global norm as the
+    optimizer will see it."""
+
+    def __init__(self) -> None:
+        self.clipped_norms: list[float] = []
+
+    def after_train_batch(self, state, logger) -> None:
+        self.clipped_norms.append(float(global_grad_norm(state.model)))
+
+
+def report(trainer, probe: Probe) -> dict:
+    from composer.loggers import InMemoryLogger
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    memory = next(d for d in trainer.logger.destinations if isinstance(d, InMemoryLogger))
+    model = trainer.state.model
+    lm = model.lm
+    params = {p.device.type for p in model.parameters()}
+    return {
+        "lm_fsdp_units": sum(isinstance(m, FullyShardedDataParallel) for m in lm.modules()),
+        "checkpointed": sorted(
+            type(m._checkpoint_wrapped_module).__name__
+            for m in lm.modules()
+            if isinstance(m, CheckpointWrapper)
+        ),
+        "heads_fsdp": {
+            name: isinstance(getattr(model, f"{name}_head"), FullyShardedDataParallel)
+            for name in ("intent", "tool", "reward", "cursor")
+        },
+        "param_devices": sorted(params),
+        "buffer_devices": sorted({b.device.type for b in model.buffers(recurse=False)}),
+        "param_dtypes": sorted({str(p.dtype) for p in model.parameters()}),
+        "grad_norms": [float(v) for _, v in memory.data["grad_norm/global"]],
+        "clipped_norms": probe.clipped_norms,
+        "losses": [float(v) for _, v in memory.data["loss/train/total"]],
+    }
+
+
+def main() -> None:
+    out, config, rest = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    overrides = [rest[i + 1] for i in range(0, len(rest), 2) if rest[i] == "--set"]
+    trainer = build_trainer(load_config(config, overrides))
+    probe = Probe()
+    trainer.state.callbacks.append(probe)
+    trainer.fit()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"rank{dist.get_global_rank()}.json").write_text(json.dumps(report(trainer, probe)))
+    trainer.close()
+
+
+if __name__ == "__main__":
+    main()
