@@ -60,6 +60,19 @@ def add_parsers(sub) -> None:
         help="sandbox implementation: docker (default) or local (UNSAFE)",
     )
     r.add_argument(
+        "--executor",
+        default="local",
+        metavar="SPEC",
+        help="where episodes run: local (this machine's thread pool, default) or ray[:ADDRESS] "
+        "(an existing Ray cluster's nodes that declare the etai_sandbox resource; rows are still "
+        "written here)",
+    )
+    r.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="with --executor ray: the cluster (default $RAY_ADDRESS, else auto)",
+    )
+    r.add_argument(
         "--temperature", type=float, help="sampling temperature for model agents (0 = greedy)"
     )
     r.add_argument("--top-p", type=float, help="nucleus sampling for model agents")
@@ -92,6 +105,9 @@ def add_parsers(sub) -> None:
     rec.add_argument("path", help="suite folder or bundled name")
     rec.add_argument("--sandbox", default="docker")
     rec.set_defaults(func=_record)
+    from harness.suite_build.cli import add_parser as add_build  # `etai suite build` (#16)
+
+    add_build(s)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -118,6 +134,7 @@ def _run(args: argparse.Namespace) -> int:
         options=options,
         progress=not args.no_progress,
         session_ids=args.session,
+        executor=_executor(args),
     )
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -126,6 +143,19 @@ def _run(args: argparse.Namespace) -> int:
 
         print(SUITE_KINDS.get(summary["kind"]).table(summary))
     return 0 if summary["complete"] else 3
+
+
+def _executor(args: argparse.Namespace) -> str:
+    if args.ray_address is None:
+        return args.executor
+    if args.executor != "ray":
+        from harness.errors import InputError
+
+        raise InputError(
+            f"--ray-address goes with --executor ray (got --executor {args.executor})",
+            where="--ray-address",
+        )
+    return f"ray:{args.ray_address}"
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -34,11 +34,14 @@ def run(
     options: dict[str, Any] | None = None,
     progress: bool = True,
     session_ids: Sequence[str] | None = None,
+    executor: str = "local",
 ) -> dict[str, Any]:
     """Run ``agents`` (spec strings) on ``suite``; return the summary (also written to summary.json).
 
     ``suite`` is a bundled suite's name, a suite folder, or anything a registered suite kind claims
     (``humaneval``: completions scored in the sandbox, where only ``samples`` matters).
+    ``executor`` says where jobs run (harness.executors): ``local`` (this process's thread pool) or
+    ``ray[:ADDRESS]`` (an existing Ray cluster); rows are written here either way.
     Everything the caller gave is checked before anything runs (InputError); the run folder is held
     for the run's life (``RunFolder``: a second run on it is refused).
     """
@@ -51,14 +54,28 @@ def run(
         options=dict(options or {}),
         progress=progress,
         session_ids=list(session_ids) if session_ids else None,
+        executor=executor,
     )
     kind = kind_of(suite)
+    _check_executor(kind, executor)
     opened = kind.open(suite, agents, settings)
     try:
         with RunFolder(out or Path("runs") / opened.name) as folder:
             return opened.run(folder.path)
     finally:
         opened.close()
+
+
+def _check_executor(kind, spec: str) -> None:
+    from harness.errors import InputError
+    from harness.executors import parse
+
+    executor, _ = parse(spec)  # an unknown name is refused here
+    if executor.name != "local" and not getattr(kind, "remote_jobs", False):
+        raise InputError(
+            f"suite kind {kind.name!r} runs only on the local executor (got {spec!r})",
+            where="--executor",
+        )
 
 
 def at_least_one(name: str, value: Any) -> int:

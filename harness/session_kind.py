@@ -3,7 +3,9 @@ a fresh sandbox, scored by Path Accuracy@1..k, pass@k, path match and cursor err
 
 Every reference is replayed first (the preflight, cached per session content, image and grading
 code): a session whose reference does not reach green is ``reference_broken`` and left out of the
-denominators. One row per episode is appended to ``<out>/results.jsonl`` as soon as it is done.
+denominators. One row per episode is appended to ``<out>/results.jsonl`` as soon as it is done,
+by this process, whichever executor ran the episode (harness/executors: the jobs are picklable
+specs, and a ``SessionRecipe`` lets another machine open the same suite, agents and sandbox).
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import metrics
+from harness import executors, metrics
 from harness.agents import AgentContext, from_spec
 from harness.errors import InputError
+from harness.executors import Batch, ShippedFolder
 from harness.loop import preflight, run_episode
 from harness.records import SCHEMA_VERSION
 from harness.results import ResultStore, cache_key, write_json_atomic
-from harness.runner import at_least_one, execute
+from harness.runner import at_least_one
 from harness.sessions import Session, Suite, load_suite
 from harness.suite_kinds import SUITE_KINDS, RunSettings, extra_metrics, pass_ks
 
@@ -29,6 +32,7 @@ class SessionKind:
     """Replayed IDE sessions (a suite folder with sessions.jsonl, or a bundled suite's name)."""
 
     name = "sessions"
+    remote_jobs = True  # preflights and episodes are Batches: any executor runs them
     metrics = (
         "path_accuracy",
         "pass_at_k",
@@ -110,6 +114,7 @@ class OpenSessions:
             workers=s.workers,
             sandbox=s.sandbox,
             progress=s.progress,
+            executor=s.executor,
         )
 
     def close(self) -> None:
@@ -117,21 +122,107 @@ class OpenSessions:
             a.close()
 
 
-def _preflight_cached(
-    session: Session, image: str | None, start, oracle, store: ResultStore
-) -> dict[str, Any]:
-    from harness import grading_digest, version
+@dataclass(frozen=True)
+class PreflightJob:
+    session_id: str
 
-    key = cache_key("preflight", session.content_hash, image, version(), grading_digest())
-    if store.has(key):
-        return store.rows([key])[0]
-    row = {
-        "cache_key": key,
-        "session_id": session.session_id,
-        **preflight(session, oracle, start_sandbox=start),
-    }
-    store.append(row)
-    return row
+
+@dataclass(frozen=True)
+class EpisodeJob:
+    key: str  # its row's cache key: the driver adds the run's bookkeeping to the row by it
+    session_id: str
+    agent: str  # the agent's spec
+    sample: int
+    passing: tuple[str, ...]  # what the session's preflight measured (loop.run_episode)
+    gold: dict[str, Any]
+
+
+class SessionWorker:
+    """Turns session jobs into rows in the process that holds it: the driver's own (the local
+    executor: the run's agents and sandbox pool) or one a Ray node opened from a SessionRecipe."""
+
+    def __init__(self, sessions, agents, oracle, prepared, *, k, max_steps, owned=()):
+        self.sessions = {s.session_id: s for s in sessions}
+        self.agents = {a.spec: a for a in agents}
+        self.oracle, self.prepared, self.k, self.max_steps = oracle, prepared, k, max_steps
+        self._owned = list(owned)  # closed with the worker: what it opened itself
+
+    def _start(self, session: Session):
+        return self.prepared.start(session.workspace)
+
+    def run(self, job: PreflightJob | EpisodeJob) -> dict[str, Any]:
+        from harness.verify import Gold
+
+        s = self.sessions[job.session_id]
+        if isinstance(job, PreflightJob):
+            return preflight(s, self.oracle, start_sandbox=self._start)
+        return run_episode(
+            s,
+            self.agents[job.agent],
+            job.sample,
+            start_sandbox=self._start,
+            k=self.k,
+            max_steps=self.max_steps,
+            passing=job.passing,
+            gold=Gold.from_json(job.gold),
+        )
+
+    def close(self) -> None:
+        for close in reversed(self._owned):
+            close()
+
+
+@dataclass(frozen=True)
+class SessionRecipe:
+    """What a Ray node needs to open its SessionWorker; checked there against the driver's run."""
+
+    suite: ShippedFolder
+    hashes: dict[str, str]  # session id -> content hash on the driver
+    agents: tuple[tuple[str, str], ...]  # (spec, fingerprint) on the driver
+    options: dict[str, Any]
+    sandbox: str
+    image: str | None
+    k: int
+    max_steps: int
+
+    def open(self, *, slots: int) -> SessionWorker:
+        owned: list = [self.suite.remove]
+        try:
+            st = load_suite(self.suite.path())
+            sessions = [s for s in st.sessions if s.session_id in self.hashes]
+            differ = sorted(
+                set(self.hashes)
+                - {s.session_id for s in sessions if s.content_hash == self.hashes[s.session_id]}
+            )
+            if differ:
+                raise InputError(f"sessions differ from the driver's here: {', '.join(differ)}")
+            ctx = AgentContext(st, dict(self.options))
+            agents = []
+            for spec, fingerprint in self.agents:
+                agents.append(from_spec(spec, ctx))
+                owned.append(agents[-1].close)
+                if agents[-1].fingerprint != fingerprint:
+                    raise InputError(f"agent {spec} is not the driver's here (other weights)")
+            prepared = _prepare(st, self.sandbox, slots)
+            owned.append(prepared.cleanup)
+            if prepared.image != self.image:
+                raise InputError(
+                    f"the sandbox image here is {prepared.image}, the driver's {self.image}: "
+                    "install the same etai on every node"
+                )
+            oracle = from_spec("oracle", ctx)
+        except BaseException:
+            for close in reversed(owned):
+                close()
+            raise
+        kw = dict(k=self.k, max_steps=self.max_steps, owned=owned)
+        return SessionWorker(sessions, agents, oracle, prepared, **kw)
+
+
+def _prepare(st: Suite, sandbox: str, slots: int):
+    from harness.sandbox import provider
+
+    return provider(sandbox).prepare(_limits(), workers=slots)
 
 
 def _run(
@@ -147,84 +238,87 @@ def _run(
     workers: int,
     sandbox: str,
     progress: bool,
+    executor: str,
 ) -> dict[str, Any]:
     from harness import grading_digest, version
-    from harness.sandbox import provider
-    from harness.verify import Gold
 
     oracle = from_spec("oracle", ctx)
     store = ResultStore(out)
-    prepared = provider(sandbox).prepare(_limits(), workers=workers)
-    image = prepared.image
-
-    def start(session: Session):
-        return prepared.start(session.workspace)
-
-    stop = threading.Event()
     keys: list[str] = []
-    try:
-        flights = _preflights(sessions, image, start, oracle, workers, progress)
-        broken = {sid: r["reason"] for sid, r in flights.items() if not r["ok"]}
-        jobs = []
-        for agent in agent_objs:
-            for s in sessions:
-                for sample in range(samples):
-                    key = cache_key(
-                        agent.spec,
-                        agent.fingerprint,
-                        s.content_hash,
-                        image,
-                        version(),
-                        grading_digest(),
-                        k,
-                        max_steps,
-                        sample,
-                    )
-                    keys.append(key)
-                    if store.has(key):
-                        continue
-                    base = {
-                        "cache_key": key,
-                        "suite": st.name,
-                        "session_hash": s.content_hash,
-                        "harness_version": version(),
-                        "image": image,
-                    }
-                    if s.session_id in broken:
-                        store.append(
-                            {
-                                **base,
-                                "session_id": s.session_id,
-                                "agent": agent.spec,
-                                "sample": sample,
-                                "status": "reference_broken",
-                                "reason": broken[s.session_id],
-                                "intent": s.intent,
-                            }
+    with executors.opened(executor, workers=workers, progress=progress) as ex:
+        prepared = _prepare(st, sandbox, workers)  # the image names the rows; a pool only if used
+        image = prepared.image
+        local = SessionWorker(sessions, agent_objs, oracle, prepared, k=k, max_steps=max_steps)
+        recipe = SessionRecipe(
+            ShippedFolder(st.path),
+            {s.session_id: s.content_hash for s in sessions},
+            tuple((a.spec, a.fingerprint) for a in agent_objs),
+            dict(ctx.options),
+            sandbox,
+            image,
+            k,
+            max_steps,
+        )
+        try:
+            flights = _preflights(sessions, image, ex, recipe, local)
+            broken = {sid: r["reason"] for sid, r in flights.items() if not r["ok"]}
+            jobs, bases = [], {}
+            for agent in agent_objs:
+                for s in sessions:
+                    for sample in range(samples):
+                        key = cache_key(
+                            agent.spec,
+                            agent.fingerprint,
+                            s.content_hash,
+                            image,
+                            version(),
+                            grading_digest(),
+                            k,
+                            max_steps,
+                            sample,
                         )
-                        continue
-                    jobs.append((agent, s, sample, base))
+                        keys.append(key)
+                        if store.has(key):
+                            continue
+                        base = {
+                            "cache_key": key,
+                            "suite": st.name,
+                            "session_hash": s.content_hash,
+                            "harness_version": version(),
+                            "image": image,
+                        }
+                        if s.session_id in broken:
+                            store.append(
+                                {
+                                    **base,
+                                    "session_id": s.session_id,
+                                    "agent": agent.spec,
+                                    "sample": sample,
+                                    "status": "reference_broken",
+                                    "reason": broken[s.session_id],
+                                    "intent": s.intent,
+                                }
+                            )
+                            continue
+                        flight = flights[s.session_id]
+                        bases[key] = base
+                        jobs.append(
+                            EpisodeJob(
+                                key,
+                                s.session_id,
+                                agent.spec,
+                                sample,
+                                tuple(flight["passing"]),
+                                flight["gold"],
+                            )
+                        )
 
-        def work(agent, s, sample, base):
-            if stop.is_set():
-                return
-            flight = flights[s.session_id]
-            row = run_episode(
-                s,
-                agent,
-                sample,
-                start_sandbox=start,
-                k=k,
-                max_steps=max_steps,
-                passing=flight["passing"],
-                gold=Gold.from_json(flight["gold"]),
-            )
-            if not stop.is_set():  # after Ctrl-C a killed sandbox is not the agent's result
-                store.append({**base, **row})
+            def done(job: EpisodeJob, row: dict[str, Any]) -> None:
+                store.append({**bases[job.key], **row})
 
-        execute(jobs, work, workers, stop, progress, "episodes")
-    finally:
-        prepared.cleanup()
+            ex.map(Batch("episodes", jobs, recipe, local), done)
+        finally:
+            prepared.cleanup()
 
     rows = store.rows(keys)
     summary = {
@@ -260,21 +354,28 @@ def _limits():
     return Limits(memory_mb=1024, timeout_s=30)
 
 
-def _preflights(sessions, image, start, oracle, workers, progress) -> dict[str, dict[str, Any]]:
+def _preflights(sessions, image, ex, recipe, local) -> dict[str, dict[str, Any]]:
     """Replay every reference first (cached per session content, image and grading code); return
     each session's preflight row (``ok``/``reason``, and for sound ones ``passing`` and ``gold``)."""
+    from harness import grading_digest, version
     from harness import image as _image
 
-    results: dict[str, dict[str, Any]] = {}
-    lock = threading.Lock()
     store = ResultStore(_image.cache_dir() / "preflight")  # shared by every run on this machine
+    keys = {
+        s.session_id: cache_key("preflight", s.content_hash, image, version(), grading_digest())
+        for s in sessions
+    }
+    results = {sid: store.rows([key])[0] for sid, key in keys.items() if store.has(key)}
+    lock = threading.Lock()
 
-    def work(s: Session):
-        r = _preflight_cached(s, image, start, oracle, store)
+    def done(job: PreflightJob, flight: dict[str, Any]) -> None:
+        row = {"cache_key": keys[job.session_id], "session_id": job.session_id, **flight}
+        store.append(row)
         with lock:
-            results[s.session_id] = r
+            results[job.session_id] = row
 
-    execute([(s,) for s in sessions], work, workers, threading.Event(), progress, "preflight")
+    jobs = [PreflightJob(sid) for sid in keys if sid not in results]
+    ex.map(Batch("preflight", jobs, recipe, local), done)
     return results
 
 

@@ -30,6 +30,7 @@ class RunSettings:
     options: Mapping[str, Any] = field(default_factory=dict)  # generation options for model agents
     progress: bool = True
     session_ids: Sequence[str] | None = None
+    executor: str = "local"  # where jobs run (harness.executors): local, ray[:ADDRESS], a plug-in
 
 
 class OpenSuite(Protocol):
@@ -50,6 +51,9 @@ class OpenSuite(Protocol):
 class SuiteKind(Protocol):
     name: str
     metrics: tuple[str, ...]  # the per-agent summary fields it reports (README: "Records")
+    # True: the kind hands its jobs to settings.executor as Batches (harness.executors), so they
+    # may run on other machines. A kind without it runs only on the local executor.
+    remote_jobs: bool
 
     def claims(self, suite: object) -> bool:
         """Whether ``suite`` (a name, a folder, or an object this kind loaded) is of this kind."""
