@@ -175,10 +175,11 @@ def build_example(
     tokenizer: Any,
     max_seq_len: int,
     max_result_chars: int = fmt.DEFAULT_MAX_RESULT_CHARS,
+    rendered: tuple[str, Sequence[tuple[int, int]]] | None = None,
 ) -> Example:
-    text, spans = fmt.render_training_example(session, max_result_chars)
-    if session.get("final_output") is None:  # a rollout that ended without an answer: none learned
-        text, spans = text[: spans[-1][0]], spans[:-1]
+    """``rendered`` (text, learned spans) replaces the rendering of ``session``: a rollout's text
+    is assembled from the texts its row kept (``rollouts.rollout_text``)."""
+    text, spans = rendered or fmt.render_training_example(session, max_result_chars)
     ids, labels = encode_segments(tokenizer, _segments(text, spans))
     cut = max(len(ids) - max_seq_len, 0)
     # Cut the end: the instruction and context are what every later token depends on.
@@ -266,7 +267,8 @@ def build_pair(
     max_seq_len: int,
     max_result_chars: int = fmt.DEFAULT_MAX_RESULT_CHARS,
 ) -> PairExample:
-    """A preference record {session_id, step, chosen, rejected} -> token pair.
+    """A preference record {session_id, step, chosen, rejected} -> token pair; with ``prompt``
+    (the exact prompt text) the session is not needed.
 
     chosen/rejected are {tool_called, tool_args} actions, {final_output} answers or {text} (a
     model's raw output, e.g. an invalid action from a rollout). ``ref_logps`` ([chosen, rejected],
@@ -274,11 +276,13 @@ def build_pair(
     DPO loss then needs no reference forward pass.
     """
     try:
-        session = sessions_by_id[record["session_id"]]
         step = int(record["step"])
-        prompt = fmt.render_prompt(
-            session, (session.get("execution_trace") or [])[:step], max_result_chars
-        )
+        if "prompt" in record:  # the exact text, e.g. from a rollout (finetune.rollouts)
+            prompt = str(record["prompt"])
+        else:
+            session = sessions_by_id[record["session_id"]]
+            trace = (session.get("execution_trace") or [])[:step]
+            prompt = fmt.render_prompt(session, trace, max_result_chars)
         sides = [_completion(record[side]) for side in ("chosen", "rejected")]
         ref = record.get("ref_logps")
         ref_logps = None if ref is None else (float(ref[0]), float(ref[1]))

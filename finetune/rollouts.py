@@ -51,15 +51,49 @@ def read_runs(folders: str | Path | Sequence[str | Path]) -> list[dict[str, Any]
 
 def is_rollout(row: Mapping[str, Any]) -> bool:
     """Whether the row carries what a trajectory needs (rows of older harness versions do not)."""
-    return isinstance(row.get("task"), Mapping) and isinstance(row.get("observations"), list)
+    task, texts = row.get("task"), row.get("observation_texts")
+    return (
+        isinstance(task, Mapping)
+        and isinstance(task.get("context_text"), str)
+        and isinstance(row.get("observations"), list)
+        and isinstance(texts, list)
+        and len(texts) == len(row["observations"])
+    )
+
+
+def prompt_text(row: Mapping[str, Any], step: int, max_result_chars: int | None = None) -> str:
+    """The prompt before decision ``step`` (0-based), from the texts the row kept: the same
+    bytes as ``etai_format.render_prompt`` gave the agent (JSON objects on disk are key-sorted,
+    so re-rendering the stored observations would not be)."""
+    chars = max_result_chars_of(row) if max_result_chars is None else max_result_chars
+    steps = row["observation_texts"][:step]
+    return row["task"]["context_text"] + "".join(
+        action + fmt.render_result_json(result, chars) + "\n" for action, result in steps
+    )
+
+
+def rollout_text(
+    row: Mapping[str, Any], max_result_chars: int
+) -> tuple[str, list[tuple[int, int]]]:
+    """The whole rollout as training text and the spans learned (its actions and its answer),
+    laid out as ``etai_format.render_training_example`` lays out a session."""
+    text, spans = row["task"]["context_text"], []
+    for action, result in row["observation_texts"]:
+        spans.append((len(text), len(text) + len(action)))
+        text += action + fmt.render_result_json(result, max_result_chars) + "\n"
+    if row.get("final_output") is not None:
+        final = fmt.render_final(row["final_output"])
+        spans.append((len(text), len(text) + len(final)))
+        text += final
+    return text, spans
 
 
 def trajectory(row: Mapping[str, Any]) -> dict[str, Any]:
     """The row as a session record: the steps the agent took with the results it saw."""
     if not is_rollout(row):
         raise DataError(
-            f"row {row.get('session_id')!r} (sample {row.get('sample')}) has no task/observations: "
-            "it was written by an older etai; rerun it"
+            f"row {row.get('session_id')!r} (sample {row.get('sample')}) lacks task.context_text, "
+            "observations or observation_texts: it was written by an older etai; rerun it"
         )
     task = row["task"]
     return {
@@ -89,11 +123,9 @@ def check_prompts(row: Mapping[str, Any]) -> int:
     would differ from the text it was prompted with.
     """
     hashes = (row.get("transcript") or {}).get("prompt_sha256") or []
-    traj = trajectory(row)
-    chars = max_result_chars_of(row)
+    trajectory(row)  # the row is a rollout, or a DataError says why not
     for i, want in enumerate(hashes):
-        text = fmt.render_prompt(traj, traj["execution_trace"][:i], chars)
-        if prompt_sha256(text) != want:
+        if prompt_sha256(prompt_text(row, i)) != want:
             raise DataError(
                 f"row {row['session_id']!r} (sample {row.get('sample')}), step {i + 1}: the "
                 "re-rendered prompt differs from the one the agent was given"
@@ -154,7 +186,7 @@ def _completion_at(row: Mapping[str, Any], i: int) -> dict[str, Any] | None:
         if o.get("tool_called") == "invalid_action":
             outputs = (row.get("transcript") or {}).get("outputs") or []
             return {"text": outputs[i]} if i < len(outputs) else None
-        return {"tool_called": o["tool_called"], "tool_args": o.get("tool_args") or {}}
+        return {"text": row["observation_texts"][i][0]}  # as rendered, in the agent's key order
     if i == len(observations) and row.get("final_output") is not None:
         return {"final_output": row["final_output"]}
     return None
@@ -162,17 +194,17 @@ def _completion_at(row: Mapping[str, Any], i: int) -> dict[str, Any] | None:
 
 def execution_pairs(
     rows: Iterable[Mapping[str, Any]], reward: Any, margin: float = 0.0
-) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+) -> list[dict[str, Any]]:
     """DPO pairs from rollouts: same session, same prompt (the same steps and results seen so
     far), then two different next outputs, the one whose best rollout is green and better
     rewarded (by more than ``margin``) chosen over the other.
 
     A decision's value at a prompt is the best reward of the rollouts that took it there, so a
     step that led to green in one rollout is never rejected because another rollout failed
-    after it. Returns the pair records ({session_id, step, chosen, rejected, session,
-    prompt_sha256}: ``session_id`` names the trajectory whose first ``step`` steps are the shared
-    prefix, ``session`` the real session) and those trajectories by id: the ``sessions_by_id``
-    that ``examples.build_pair`` reads.
+    after it. Returns pair records for ``examples.build_pair``: {session_id, step, prompt,
+    prompt_sha256, chosen, rejected}, the prompt being the exact text both outputs followed and
+    each side ``{"text": ...}`` as emitted (an action as rendered, or a raw invalid output) or
+    ``{"final_output": ...}``.
     """
     # (session, prompt hash) -> decision key -> (value, row, step, completion)
     nodes: dict[tuple[str, str], dict[str, tuple[float, Mapping[str, Any], int, dict]]] = (
@@ -182,7 +214,7 @@ def execution_pairs(
         value = reward(row)
         if value is None or not is_rollout(row):
             continue
-        for i, prompt in enumerate(_prompts(row)):
+        for i, (prompt, _) in enumerate(_prompts(row)):
             completion = _completion_at(row, i)
             if completion is None:
                 continue
@@ -190,7 +222,7 @@ def execution_pairs(
             key = _key(completion)
             if key not in options or value > options[key][0]:
                 options[key] = (value, row, i, completion)
-    pairs, prefixes = [], {}
+    pairs = []
     for (sid, prompt), options in sorted(nodes.items(), key=lambda kv: kv[0]):
         ranked = sorted(options.values(), key=lambda o: -o[0])
         for a, (va, ra, step, chosen) in enumerate(ranked):
@@ -199,25 +231,20 @@ def execution_pairs(
             for vb, _, _, rejected in ranked[a + 1 :]:
                 if va - vb <= margin:
                     continue
-                tid = f"{sid}#{ra.get('cache_key', ra.get('sample'))}"
-                prefixes.setdefault(tid, trajectory(ra))
                 pairs.append(
                     {
-                        "session_id": tid,
-                        "session": sid,
+                        "session_id": sid,
                         "step": step,
+                        "prompt": prompt_text(ra, step),
+                        "prompt_sha256": prompt,
                         "chosen": chosen,
                         "rejected": rejected,
-                        "prompt_sha256": prompt,
                     }
                 )
-    return pairs, prefixes
+    return pairs
 
 
-def _prompts(row: Mapping[str, Any]) -> list[str]:
-    """sha256 of the prompt before each decision of the row (steps, and the answer if any)."""
-    traj = trajectory(row)
-    chars = max_result_chars_of(row)
-    trace = traj["execution_trace"]
-    n = len(trace) + (1 if row.get("final_output") is not None else 0)
-    return [prompt_sha256(fmt.render_prompt(traj, trace[:i], chars)) for i in range(n)]
+def _prompts(row: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """(sha256 of the prompt, step) before each decision of the row: steps, and the answer."""
+    n = len(row["observations"]) + (1 if row.get("final_output") is not None else 0)
+    return [(prompt_sha256(prompt_text(row, i)), i) for i in range(n)]

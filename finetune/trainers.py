@@ -44,8 +44,9 @@ class SFTTrainer:
     # --- steps, in build order --------------------------------------------------------------
     def sessions(self) -> list[dict[str, Any]]:
         from finetune.examples import load_sessions
+        from finetune.split import train_sessions
 
-        return load_sessions(self.cfg.path_of("data.sessions"))
+        return train_sessions(load_sessions(self.cfg.path_of("data.sessions")), self.cfg)
 
     def tokenizer(self, sessions: list[dict[str, Any]]) -> Any:
         """model path / tokenizer.path, or a tiny BPE trained on the sessions (saved with the run
@@ -79,8 +80,11 @@ class SFTTrainer:
     def records(self, sessions: list[dict[str, Any]], tokenizer: Any) -> list[Any]:
         from finetune.examples import build_example, truncation_report
 
-        examples = [
-            build_example(s, tokenizer, self.max_seq_len, self.max_result_chars) for s in sessions
+        examples = [  # a rollout trajectory brings its text (rft: rollouts.rollout_text)
+            build_example(
+                s, tokenizer, self.max_seq_len, self.max_result_chars, rendered=s.get("rendered")
+            )
+            for s in sessions
         ]
         self.truncation = truncation_report(examples)
         return examples
@@ -181,8 +185,15 @@ class SFTTrainer:
         spec = cfg.get(KEY, (dict, bool), False)
         if spec:
             default_out = self.save_folder or Path("runs") / self.run_name
+            from finetune.split import eval_defaults
+
             harness_eval = _construct(
-                HarnessEval, spec, KEY, out=default_out, max_result_chars=self.max_result_chars
+                HarnessEval,
+                spec,
+                KEY,
+                out=default_out,
+                max_result_chars=self.max_result_chars,
+                **eval_defaults(cfg, spec),
             )
             from composer.utils import dist
 
@@ -266,6 +277,9 @@ class SFTTrainer:
         loss = self.loss()  # first: a bad loss name fails before any data work
         callbacks = self.callbacks()
         sessions = self.sessions()
+        from finetune.split import check_held_out
+
+        check_held_out(sessions, callbacks)  # before any model is built: exit 2
         tokenizer = self.tokenizer(sessions)
         examples = self.records(sessions, tokenizer)
         if self.truncation and self.truncation.truncated_examples:
@@ -360,12 +374,12 @@ class DPOTrainer(SFTTrainer):
             from finetune.rewards import build_reward
             from finetune.rollouts import execution_pairs
 
-            pairs, prefixes = execution_pairs(
+            pairs = execution_pairs(
                 _rollout_rows(self.cfg), build_reward(self.cfg.section("reward"))
             )
             if not pairs:
                 raise ConfigError("data.rollouts", "no execution pairs in these run folders")
-            return pairs, prefixes
+            return pairs, {}
         return _read_jsonl(self.cfg.path_of("data.pairs"), "data.pairs"), by_id
 
     def records(self, sessions: list[dict[str, Any]], tokenizer: Any) -> list[Any]:
@@ -399,7 +413,7 @@ class RFTTrainer(SFTTrainer):
     """
 
     def sessions(self) -> list[dict[str, Any]]:
-        from finetune.rollouts import check_prompts, select_green, trajectory
+        from finetune.rollouts import check_prompts, rollout_text, select_green, trajectory
 
         spec = self.cfg.section("trainer")
         rows = _rollout_rows(self.cfg)
@@ -408,9 +422,11 @@ class RFTTrainer(SFTTrainer):
             per_session=int(spec.get("per_session", 1)),
             allow_invalid=bool(spec.get("allow_invalid", False)),
         )
+        kept = []
         for row in green:
             check_prompts(row)
-        kept = [trajectory(row) for row in green]
+            chars = self.max_result_chars
+            kept.append({**trajectory(row), "rendered": rollout_text(row, chars)})
         self.kept = len(kept)
         log.info("rft: kept %d green rollouts of %d rows", len(kept), len(rows))
         if spec.get("with_sessions", False):

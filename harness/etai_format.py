@@ -130,9 +130,32 @@ def _dumps(value: Any) -> str:
         return json.dumps(str(value), ensure_ascii=False)
 
 
+# Wall-clock noise, left out of what the model sees: it cannot act on it, recorded traces lack
+# it, and it would make two runs of the same step render differently (a memorised action would not
+# be recalled after a live jest_run, and no two rollouts would share a prompt after one).
+VOLATILE_RESULT_FIELDS = ("duration_s",)
+
+
+def result_json(result: Any) -> str:
+    """A tool result's JSON text before truncation, keys in the result's own order, without
+    ``VOLATILE_RESULT_FIELDS``.
+
+    A result row keeps this text (``observation_texts``): JSON objects on disk are key-sorted, so
+    re-encoding a stored result would not give back the bytes the model was prompted with.
+    """
+    if isinstance(result, Mapping) and any(k in result for k in VOLATILE_RESULT_FIELDS):
+        result = {k: v for k, v in result.items() if k not in VOLATILE_RESULT_FIELDS}
+    return _dumps(result)
+
+
+def render_result_json(text: str, max_chars: int = DEFAULT_MAX_RESULT_CHARS) -> str:
+    """``render_result`` of a result already encoded by ``result_json``."""
+    return defuse(truncate(text, max_chars))
+
+
 def render_result(result: Any, max_chars: int = DEFAULT_MAX_RESULT_CHARS) -> str:
     """A tool result as one JSON text, truncated with a marker, with special tokens defused."""
-    return defuse(truncate(_dumps(result), max_chars))
+    return render_result_json(result_json(result), max_chars)
 
 
 def render_action(tool: str, args: Mapping[str, Any] | None) -> str:

@@ -16,7 +16,14 @@ from typing import Any
 from harness import tools
 from harness.agents import Agent, TaskView, check_available, cursor_of
 from harness.errors import EtaiError, InfraError
-from harness.etai_format import Action, FinalAnswer, InvalidAction
+from harness.etai_format import (
+    Action,
+    FinalAnswer,
+    InvalidAction,
+    render_action,
+    render_context,
+    result_json,
+)
 from harness.sandbox import Sandbox, Status, ToolFailure, close_quietly
 from harness.sessions import Cursor, Session
 from harness.verify import Gold, Verdict, take_baseline, verify
@@ -139,9 +146,22 @@ def _new_row(session: Session, agent: Agent, sample: int, k: int, max_steps: int
         "task": {
             "user_instruction": session.user_instruction,
             "ide_context": session.raw.get("ide_context", {}),
+            "context_text": render_context(TaskView.of(session, max_steps=0, k=0).record()),
         },
         "observations": [],
+        # Rows are stored with sorted keys, which reorders args and results: the texts keep the
+        # agent's order ([action as rendered, result_json]), so prompts re-render byte for byte.
+        "observation_texts": [],
     }
+
+
+def _note_texts(row: dict[str, Any], observation: dict[str, Any]) -> None:
+    row["observation_texts"].append(
+        [
+            render_action(observation["tool_called"], observation["tool_args"]),
+            result_json(observation["execution_result"]),
+        ]
+    )
 
 
 def _note_tamper(row: dict[str, Any], found: Iterable[str]) -> None:
@@ -198,6 +218,7 @@ def _play(
                     "execution_result": result,
                 }
             )
+            _note_texts(row, observations[-1])
             continue
         if decision.tool in MUTATING and first_edit is None:
             first_edit = edit_cursor(sb, decision)
@@ -224,6 +245,7 @@ def _play(
                 "execution_result": r.to_dict(),
             }
         )
+        _note_texts(row, observations[-1])
         if decision.tool in MUTATING and r.ok:
             verdict = verify(sb, base, list(session.verify_files))
             _note_tamper(row, verdict.tamper)

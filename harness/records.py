@@ -75,8 +75,9 @@ class Row(TypedDict, total=False):
     final_output: str | None
     # rollouts as data (finetune.rollouts re-renders every prompt from these)
     agent_fingerprint: str  # the model weights' fingerprint ("" for rule-based agents)
-    task: dict[str, Any]  # user_instruction and ide_context, as the agent was given them
+    task: dict[str, Any]  # user_instruction, ide_context, and context_text (the rendered context)
     observations: list[dict[str, Any]]  # per step: step, tool_called, tool_args, execution_result
+    observation_texts: list[list[str]]  # per step: [action as rendered, result_json], agent's order
     transcript: dict[str, Any]  # text agents: format, max_result_chars, prompt_sha256, outputs
 
 

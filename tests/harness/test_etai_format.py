@@ -399,3 +399,13 @@ def test_property_truncate_keeps_head_and_tail_within_the_limit(text, max_chars)
         and len(head) + len(tail) + removed == len(text)
     )
     assert len(got) <= max(max_chars, len(marker))
+
+
+def test_wall_clock_noise_is_not_rendered_and_key_order_is_kept():
+    live = {"status": "failed", "exit_code": 1, "duration_s": 3.034, "evidence": "nonce"}
+    recorded = {"status": "failed", "exit_code": 1, "evidence": "nonce"}
+    assert fmt.render_result(live, 0) == fmt.render_result(recorded, 0)
+    assert fmt.result_json(live) == '{"status": "failed", "exit_code": 1, "evidence": "nonce"}'
+    assert fmt.render_result_json(fmt.result_json(live), 30) == fmt.render_result(live, 30)
+    nested = {"data": {"duration_s": 1.0}}  # only the result's own field is noise
+    assert "duration_s" in fmt.render_result(nested, 0)
