@@ -37,6 +37,10 @@ from harness.agents._model_common import (
 from harness.errors import InfraError, InputError
 from harness.etai_format import STOP_MARKERS
 
+# Row reasons of a spent deadline (HarnessEval counts them): a running episode stops at its next
+# generation; one not yet started never starts a sandbox.
+BUDGET_SPENT = "the evaluation's time budget is spent"
+NOT_STARTED = "episode not started"
 _UNBOUNDED_CONTEXT = 1_000_000  # tokenizers say model_max_length=1e30 when they do not know
 
 
@@ -128,9 +132,15 @@ class HFAgent:
             task.record(), sample, tool_names_of(task.tools), self.gen, self.complete
         )
 
+    def check_available(self) -> None:
+        """Asked by the loop before it starts an episode's sandbox: past the deadline, an episode
+        that has not started costs nothing (its row says NOT_STARTED)."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise InfraError(f"{self.spec}: {BUDGET_SPENT}; {NOT_STARTED}")
+
     def complete(self, prompt: str, seed: int) -> str:
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise InfraError(f"{self.spec}: the evaluation's time budget is spent")
+            raise InfraError(f"{self.spec}: {BUDGET_SPENT}")
         try:
             return self._batcher.submit((prompt, seed))
         except InfraError:
