@@ -16,9 +16,14 @@ HarnessEval runs on every rank and never raises into the trainer:
 4. The metrics dict is broadcast from rank 0 and logged on every rank (the destinations filter by
    rank). Any exception becomes ``harness/error = 1`` and a warning.
 
-The time budget is enforced at the agent: after ``budget_s`` every generation request fails, so
-the remaining rows end as ``infra_error`` within one generation and one verification (30 s) of
-the deadline, and ``harness/complete`` is 0. Results go to
+The time budget (``budget_s``, from the evaluation's start: gathering, image, preflight, rollouts)
+is enforced by the agent (``harness.agents.hf``): past it, an episode not yet started never starts
+its sandbox, and a running one stops at its next generation; at most the verification already
+under way finishes. Both end as ``infra_error`` rows (in no denominator, retried by a rerun) and
+are counted as ``harness/skipped_budget`` and ``harness/stopped_budget``; ``harness/complete``
+is 0. Budget spent before the harness starts: no run, every session skipped. The image and the
+preflight are cached on the machine after the first evaluation; a cold first one is not cut
+short. Results go to
 ``<out>/harness-eval/ba<N>/`` (``results.jsonl``, ``summary.json``); ``out`` defaults to the
 save folder, else ``runs/<run_name>``.
 """
@@ -61,6 +66,7 @@ class HarnessEval(Callback):
         at_fit_end: bool = True,
         max_result_chars: int | None = None,
         sandbox: str = "docker",
+        allow_overlap: bool = False,
     ):
         from composer.utils.misc import create_interval_scheduler
 
@@ -84,6 +90,7 @@ class HarnessEval(Callback):
         self.out = Path(out) if out else None
         self.max_result_chars = max_result_chars
         self.sandbox = sandbox
+        self.allow_overlap = bool(allow_overlap)  # evaluating training sessions (finetune.split)
         self._due = create_interval_scheduler(
             self.interval,
             include_end_of_training=at_fit_end,
@@ -137,6 +144,8 @@ class HarnessEval(Callback):
         full = gathered_state(model) if is_fsdp(model) else None
         if dist.get_global_rank() != 0:
             return None
+        if time.monotonic() > start + self.budget_s:  # spent gathering: nothing starts
+            return _skipped_all(len(self.session_ids or self.suite.sessions))
         lm = plain_lm(model, full, merge_lora=False)
         was_training = model.training
         model.eval()
@@ -146,7 +155,10 @@ class HarnessEval(Callback):
                 summary, spec = self._run(state, lm, model.tokenizer, batch, start)
         finally:
             model.train(was_training)
-        return _metrics(summary["agents"][spec], complete=summary["complete"])
+        from harness.results import read_rows
+
+        rows = [r for r in read_rows(Path(summary["out"]) / "results.jsonl") if r["agent"] == spec]
+        return _metrics(summary["agents"][spec], complete=summary["complete"], rows=rows)
 
     def _run(
         self, state: Any, lm: Any, tokenizer: Any, batch: int, start: float
@@ -268,13 +280,38 @@ def _nan(value: Any) -> float:
     return math.nan if value is None else float(value)  # undefined (no valid rows) is not zero
 
 
-def _metrics(agent: Mapping[str, Any], *, complete: bool) -> dict[str, float]:
+def _budget_counts(rows: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    """(skipped, stopped): rows the deadline kept from starting, and rows it stopped mid-way."""
+    from harness.agents.hf import BUDGET_SPENT, NOT_STARTED
+
+    cut = [str(r.get("reason") or "") for r in rows if r.get("status") == "infra_error"]
+    skipped = sum(NOT_STARTED in reason for reason in cut)
+    return skipped, sum(BUDGET_SPENT in reason for reason in cut) - skipped
+
+
+def _skipped_all(n: int) -> dict[str, float]:
+    nan = math.nan
+    return {
+        "harness/pass@1": nan,
+        "harness/path_accuracy@1": nan,
+        "harness/skipped_budget": float(n),
+        "harness/stopped_budget": 0.0,
+        "harness/complete": 0.0,
+        "harness/error": 0.0,
+    }
+
+
+def _metrics(
+    agent: Mapping[str, Any], *, complete: bool, rows: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, float]:
+    skipped, stopped = _budget_counts(rows)
     out = {f"harness/path_accuracy@{j}": _nan(v) for j, v in agent["path_accuracy"].items()}
     out["harness/pass@1"] = _nan(agent["pass_at_k"].get(1))
     out["harness/steps_to_green"] = _nan(agent["steps_to_green"]["mean"])
     out["harness/invalid_actions"] = float(agent["invalid_actions"])
     out["harness/tamper_rate"] = _nan(agent.get("tamper_rate"))
-    out["harness/infra_errors"] = float(agent["n_infra_error"])
+    out["harness/infra_errors"] = float(agent["n_infra_error"] - skipped - stopped)
+    out["harness/skipped_budget"], out["harness/stopped_budget"] = float(skipped), float(stopped)
     out["harness/complete"] = float(complete)
     out["harness/error"] = 0.0
     return out

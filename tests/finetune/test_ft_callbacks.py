@@ -175,7 +175,7 @@ def test_spent_budget_ends_the_rows_as_infra_errors_not_a_hang(tmp_path, tiny_ov
     spent = EVAL.replace("budget_s: 120", "budget_s: 0.001")
     overrides = _quick(tmp_path, tiny_overrides, callbacks__harness_eval=spent)
     trainer = train(TINY_CONFIG, [*overrides, "train.max_duration=2ba"])
-    assert _logged(trainer, "harness/infra_errors") == [(2, 2.0)]
+    assert _logged(trainer, "harness/skipped_budget") == [(2, 2.0)]  # neither episode started
     assert _logged(trainer, "harness/complete") == [(2, 0.0)]
     assert _logged(trainer, "harness/error") == [(2, 0.0)]  # the harness ran; the budget cut it
 
