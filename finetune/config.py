@@ -33,6 +33,7 @@ SCHEMA: dict[str, set[str] | None] = {
         "max_seq_len",
         "max_result_chars",
         "pairs",
+        "split",
         "rollouts",
         "shuffle",
         "num_workers",
