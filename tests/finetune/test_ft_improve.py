@@ -129,3 +129,10 @@ def test_split_metrics_by_hand():
     m = split_metrics(rows, k=2)
     assert m["n"] == 2 and m["path_accuracy"] == {"1": 0.5, "2": 0.5}
     assert m["invalid_action_rate"] == pytest.approx(3 / 5) and m["green"] == 0.5
+
+
+def test_cli_exit_2_names_the_key(tmp_path, capsys):
+    from harness.cli import main
+
+    assert main(["improve", str(_config(tmp_path)), "--set", "iterations=-1"]) == 2
+    assert "iterations" in capsys.readouterr().err
