@@ -428,3 +428,6 @@ if (process.env.TMPDIR) {
 }
 for (let i = 0; i < N_HOSTS; i++) hosts[i] = startHost(i); // load Jest now, while the sandbox waits in the pool
 answer(null, { ok: true, result: { ready: true, pid: process.pid } });
+// Then one run of a template project in each host (jest-host.js `warm`), ahead of any request: the
+// workspace's first run is then a warm one. A failed warm-up costs nothing but the warmth.
+for (let i = 0; i < N_HOSTS; i++) queue = queue.then(() => hostCall(i, { op: 'warm' }, 60000)).catch(() => {});
