@@ -76,14 +76,14 @@ def test_dpo_with_stored_ref_logps_runs_no_reference(tmp_path, tiny_overrides, s
 
     from .conftest import TINY_CONFIG
 
-    pairs = [{**r, "ref_logps": [-50.0, -50.0]} for r in synthetic_pairs(sessions[:2])]
+    pairs = [{**r, "ref_logps": [-50.0, -50.0]} for r in synthetic_pairs(sessions[:1])]
     path = tmp_path / "pairs.jsonl"
     path.write_text("".join(json.dumps(p) + "\n" for p in pairs))
     common = dict(
         trainer__type="dpo",
         loss__name="dpo",
         data__format="memory",
-        train__max_duration="2ep",
+        train__max_duration="1ep",
         train__save_folder="",
         train__autoresume=False,
         algorithms__loss_weight_schedule=False,
