@@ -29,6 +29,16 @@ class Limits:
     guard: bool = (
         True  # grading integrity in the Jest hosts; off only for benchmarks that measure its cost
     )
+    # What a suite declares for every sandbox of its run (suite.yaml's `sandbox:`; #16): extra
+    # environment variables (checked against SUITE_ENV_REFUSED when the suite loads) and a host
+    # folder given read-only at <workspace>/node_modules (installed from the project's lockfile).
+    env: tuple[tuple[str, str], ...] = ()
+    node_modules: str | None = None
+
+
+# Variables a suite may not set: they would reach the root runner (preloads, library and module
+# search paths, where HOME and the workspace are) or the harness's own settings (ETAI_*).
+SUITE_ENV_REFUSED = ("NODE_OPTIONS", "NODE_PATH", "PATH", "HOME", "TMPDIR", "LD_", "ETAI_", "GIT_")
 
 
 @dataclass(frozen=True)

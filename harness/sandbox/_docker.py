@@ -92,6 +92,16 @@ def create_container(
         env["ETAI_SANDBOX_UID"] = "10001"
     if not limits.guard:
         env["ETAI_JEST_GUARD"] = "off"
+    # The suite's variables go under ours: a name the loader let through never replaces one above.
+    env = {**dict(limits.env), **env}
+    mounts = []
+    if limits.node_modules:  # the project's dependencies, read-only, where Node looks for them
+        from docker.types import Mount
+
+        mounts.append(
+            Mount("/scratch/ws/node_modules", limits.node_modules, type="bind", read_only=True)
+        )
+        env["ETAI_DEPS_READONLY"] = "1"  # the guard trusts them as it trusts Jest's own
     try:
         c = client().containers.run(
             image,
@@ -107,6 +117,7 @@ def create_container(
             user="0:0" if trusted_root else UID,
             read_only=True,
             tmpfs={"/scratch": scratch},
+            mounts=mounts,
             ipc_mode="none",
             mem_limit=f"{limits.memory_mb}m",
             memswap_limit=f"{limits.memory_mb}m",

@@ -29,6 +29,10 @@ class LocalSandbox(RunnerSandbox):
         self._tmp = Path(tempfile.mkdtemp(prefix="etai-local-"))
         runner = _image.runner_dir()
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")}
+        env.update(dict(limits.env))
+        if limits.node_modules:  # a link, as the docker sandbox's read-only mount is not here
+            (self._tmp / "ws").mkdir()
+            (self._tmp / "ws" / "node_modules").symlink_to(limits.node_modules)
         env.update(
             HOME=str(self._tmp),
             TMPDIR=str(self._tmp / "tmp"),
