@@ -31,7 +31,9 @@ const CONSTRUCTORS = ['Object', 'Function', 'Array', 'String', 'Number', 'Boolea
 const NAMESPACES = ['Reflect', 'JSON'];
 const WATCHED = new Set(['Array', 'RegExp', 'Promise']); // their prototypes (and Promise itself): see the header
 // Statics that Node and Jest assign at run time (stack depth, source maps) stay writable.
-const STATICS_LEFT = { Error: new Set(['stackTraceLimit', 'prepareStackTrace', 'captureStackTrace']) };
+// Symbol's statics are all locked, yet Symbol takes new ones: ponyfills add Symbol.observable
+// (redux, rxjs: real projects of #16), and a new name cannot replace a well-known symbol.
+const STATICS_LEFT = { Error: new Set(['stackTraceLimit', 'prepareStackTrace', 'captureStackTrace']), Symbol: new Set() };
 // Spyable objects of which only these members are locked: what matchers compute with.
 const SPYABLE_EXCEPT = {
   Math: ['abs', 'pow', 'max', 'min', 'floor'],

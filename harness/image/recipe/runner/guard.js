@@ -63,10 +63,14 @@ function isProtected(p) {
   return CONFIG_RE.test(base) || TEST_NAME_RE.test(base);
 }
 
+// A project's dependencies when the sandbox mounts them read-only at <workspace>/node_modules
+// (installed from the suite's lockfile, #16): nobody in the sandbox can change them, like Jest's own.
+const DEPS = process.env.ETAI_DEPS_READONLY === '1' ? path.join(WS, 'node_modules') + path.sep : null;
+
 // Code the agent can write: workspace files that are not protected. Everything else (Jest, its
-// dependencies, the image) is trusted.
+// dependencies, the image, read-only project dependencies) is trusted.
 function untrusted(file) {
-  return inWorkspace(file) && !isProtected(file);
+  return inWorkspace(file) && !isProtected(file) && !(DEPS && file.startsWith(DEPS));
 }
 
 function addProtected(files) {
