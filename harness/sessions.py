@@ -69,15 +69,31 @@ class Session:
     intent: str
     cursor_target: Cursor
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+    # The suite's sandbox variables (suite.yaml `sandbox.env`): they change what Jest reports, so
+    # they are part of the hash. node_modules is not: the lockfile that decides it is a workspace file.
+    sandbox_env: tuple[tuple[str, str], ...] = ()
 
     @functools.cached_property
     def content_hash(self) -> str:
-        """Hash of the session record and its workspace files: part of every cache key (read once)."""
+        """Hash of the session record and its workspace files: part of every cache key (read once).
+        A base + patch workspace is hashed as materialised, so both are covered."""
         h = hashlib.sha256(json.dumps(self.raw, sort_keys=True).encode())
+        if self.sandbox_env:
+            h.update(json.dumps(self.sandbox_env).encode())
         for p in sorted(self.workspace.rglob("*")):
             if p.is_file() and "node_modules" not in p.parts:
                 h.update(str(p.relative_to(self.workspace)).encode() + b"\0" + p.read_bytes())
         return h.hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class SuiteSandbox:
+    """suite.yaml's ``sandbox:``: what every sandbox of the suite gets besides the workspace."""
+
+    env: tuple[tuple[str, str], ...] = ()
+    # A folder with the project's lockfile: `npm ci` installs from it, mounted read-only.
+    node_modules: Path | None = None
+    timeout_s: float | None = None  # a real project's whole suite can outlast the default deadline
 
 
 @dataclass(frozen=True)
@@ -87,6 +103,7 @@ class Suite:
     description: str
     defaults: dict[str, Any]
     sessions: tuple[Session, ...]
+    sandbox: SuiteSandbox = field(default_factory=lambda: SuiteSandbox())
 
     def get(self, session_id: str) -> Session:
         for s in self.sessions:
@@ -232,7 +249,9 @@ def _cursor(
     return Cursor(f, line, col, place)
 
 
-def _session(obj: Any, where: str, root: Path, probs: _Problems) -> Session | None:
+def _session(
+    obj: Any, where: str, root: Path, probs: _Problems, env: tuple[tuple[str, str], ...] = ()
+) -> Session | None:
     from harness import tools
 
     if not isinstance(obj, dict):
@@ -247,7 +266,9 @@ def _session(obj: Any, where: str, root: Path, probs: _Problems) -> Session | No
         probs.add(where, "intent", f"unknown intent {intent!r}; known: {', '.join(INTENTS)}")
     ws_rel = obj.get("workspace", f"workspaces/{sid}")
     ws = None
-    if not isinstance(ws_rel, str):
+    if isinstance(ws_rel, dict):
+        ws = _patched_workspace(ws_rel, where, root, probs)
+    elif not isinstance(ws_rel, str):
         probs.add(where, "workspace", f"must be a string, got {type(ws_rel).__name__}")
     else:
         try:
@@ -362,7 +383,103 @@ def _session(obj: Any, where: str, root: Path, probs: _Problems) -> Session | No
     )
     if len(probs.items) > n_before:
         return None
-    return Session(sid, instr, ide, tuple(steps), final, ws, tuple(vfiles), intent, target, raw=obj)
+    return Session(
+        sid, instr, ide, tuple(steps), final, ws, tuple(vfiles), intent, target, raw=obj,
+        sandbox_env=env,
+    )  # fmt: skip
+
+
+def _base_folder(root: Path, rel: Any) -> Path | None:
+    """A folder inside the suite, or None."""
+    if not isinstance(rel, str):
+        return None
+    try:
+        p = (root / rel).resolve()
+    except (OSError, ValueError):
+        return None
+    return p if p.is_dir() and root.resolve() in p.parents else None
+
+
+@functools.cache
+def _base_digest(base: Path) -> str:
+    """Digest of the files a base snapshot gives the sandbox (once per base and load_suite)."""
+    from harness.sandbox._runner import workspace_paths
+
+    h = hashlib.sha256()
+    for rel, p in workspace_paths(base):
+        h.update(rel.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def _patched_workspace(spec: dict, where: str, root: Path, probs: _Problems) -> Path | None:
+    """``{"base": FOLDER, "patch": [{"file", "old", "new"}, ...]}``: the base snapshot with each
+    edit applied in order (each ``old`` exactly once in the file as it is then), materialised once
+    under the ETAI cache (base files hard-linked, edited ones written), so a suite stores one copy
+    of its project however many sessions it holds."""
+    from harness.image import cache_dir
+
+    unknown = sorted(set(spec) - {"base", "patch"})
+    if unknown:
+        probs.add(where, "workspace", f"unknown key(s): {', '.join(unknown)}")
+    base = _base_folder(root, spec.get("base"))
+    if base is None:
+        probs.add(where, "workspace.base", "must name a folder inside the suite")
+        return None
+    patch = spec.get("patch")
+    if not isinstance(patch, list) or not patch:
+        probs.add(where, "workspace.patch", "must be a non-empty list of {file, old, new}")
+        return None
+    texts: dict[str, str] = {}
+    for i, e in enumerate(patch):
+        p = f"workspace.patch[{i}]"
+        ok = isinstance(e, dict) and set(e) == {"file", "old", "new"}
+        if not ok or not all(isinstance(e[k], str) for k in ("file", "old", "new")):
+            probs.add(where, p, "must be an object of three strings: file, old, new")
+            return None
+        if e["file"] not in texts:
+            if problem := _sandbox_file_problem(base, e["file"], "a file"):
+                probs.add(where, f"{p}.file", problem)
+                return None
+            try:
+                texts[e["file"]] = (base / e["file"]).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                probs.add(where, f"{p}.file", f"{e['file']} is not a UTF-8 text file of the base")
+                return None
+        n = texts[e["file"]].count(e["old"]) if e["old"] else 0
+        if n != 1:
+            probs.add(where, f"{p}.old", f"occurs {n} times in {e['file']} (must be once)")
+            return None
+        texts[e["file"]] = texts[e["file"]].replace(e["old"], e["new"], 1)
+    key = hashlib.sha256((_base_digest(base) + json.dumps(patch, sort_keys=True)).encode())
+    target = cache_dir() / "workspaces" / key.hexdigest()[:24]
+    if not target.is_dir():
+        _materialise(base, texts, target)
+    return target
+
+
+def _materialise(base: Path, texts: dict[str, str], target: Path) -> None:
+    import os
+    import shutil
+    import tempfile
+
+    from harness.sandbox._runner import workspace_paths
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="ws-", dir=target.parent))
+    for rel, p in workspace_paths(base):
+        dst = tmp / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if rel in texts:
+            dst.write_text(texts[rel], encoding="utf-8")
+            continue
+        try:
+            os.link(p, dst)
+        except OSError:  # another file system
+            shutil.copy2(p, dst)
+    try:  # the rename is atomic: a folder under its final name is complete
+        tmp.rename(target)
+    except OSError:  # built by a concurrent loader meanwhile: identical
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def find_suite(name_or_path: str | Path) -> Path:
@@ -382,6 +499,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
     import yaml
 
     root = find_suite(name_or_path)
+    _base_digest.cache_clear()  # once per base and load: a base changed since is hashed anew
     meta: dict[str, Any] = {}
     if (root / "suite.yaml").is_file():
         try:
@@ -392,6 +510,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
             raise InputError(str(e), where=str(root / "suite.yaml")) from None
         if not isinstance(meta, dict):
             raise InputError("must be a mapping", where=str(root / "suite.yaml"))
+    sandbox = _suite_sandbox(meta.get("sandbox"), root)
     jl = root / "sessions.jsonl"
     if not jl.is_file():
         raise InputError("sessions.jsonl is missing", where=str(root))
@@ -424,7 +543,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
             continue
         if isinstance(sid, str):
             seen[sid] = n
-        s = _session(obj, where, root, probs)
+        s = _session(obj, where, root, probs, sandbox.env)
         if s is not None:
             sessions.append(s)
     if not probs.items and not sessions:
@@ -440,4 +559,51 @@ def load_suite(name_or_path: str | Path) -> Suite:
         str(meta.get("description", "")),
         defaults,
         tuple(sessions),
+        sandbox,
     )
+
+
+def _suite_sandbox(obj: Any, root: Path) -> SuiteSandbox:
+    """suite.yaml's ``sandbox: {env: {NAME: value}, node_modules: FOLDER}``; InputError naming the key."""
+    import re
+
+    from harness.sandbox import SUITE_ENV_REFUSED
+
+    where = str(root / "suite.yaml")
+    if obj is None:
+        return SuiteSandbox()
+    if not isinstance(obj, dict) or set(obj) - {"env", "node_modules", "timeout_s"}:
+        raise InputError(
+            "sandbox: must be a mapping of env, node_modules and timeout_s", where=where
+        )
+    timeout = obj.get("timeout_s")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 600
+    ):
+        raise InputError(f"sandbox.timeout_s: must be in (0, 600], got {timeout!r}", where=where)
+    env = obj.get("env") or {}
+    if not isinstance(env, dict):
+        raise InputError("sandbox.env: must be a mapping of NAME: value", where=where)
+    for k, v in env.items():
+        if not isinstance(k, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+            raise InputError(f"sandbox.env: {k!r} is not a variable name", where=where)
+        if k.upper().startswith(SUITE_ENV_REFUSED):
+            raise InputError(
+                f"sandbox.env: {k} may not be set by a suite (it would reach the sandbox's own "
+                f"runner); refused: {', '.join(SUITE_ENV_REFUSED)}",
+                where=where,
+            )
+        if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+            raise InputError(
+                f"sandbox.env.{k}: must be a string, got {type(v).__name__}", where=where
+            )
+    deps = None
+    if obj.get("node_modules") is not None:
+        deps = _base_folder(root, obj["node_modules"])
+        if deps is None or not (deps / "package.json").is_file():
+            raise InputError(
+                "sandbox.node_modules: must name a folder of the suite holding package.json and "
+                "its lockfile",
+                where=where,
+            )
+    return SuiteSandbox(tuple(sorted((k, str(v)) for k, v in env.items())), deps, timeout)
