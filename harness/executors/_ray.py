@@ -190,6 +190,7 @@ class RayExecutor:
         owns = not ray.is_initialized()  # inside a Ray job: use its connection, leave it open
         if owns:
             _probe(address)
+            _cluster_messages_to_stderr(ray)
             try:
                 ray.init(address=address, log_to_driver=False, logging_level="ERROR")
             except Exception as e:  # ConnectionError, a malformed address, ...
@@ -211,6 +212,22 @@ class RayExecutor:
                 where=WHERE,
             )
         return RayRun(ray, nodes, progress, owns)
+
+
+def _cluster_messages_to_stderr(ray) -> None:
+    """Ray prints the cluster's messages to the driver (a node marked dead, ...) on stdout, where
+    `etai run --json` writes its summary: they go to stderr instead (Ray's private printer,
+    wrapped only where it exists)."""
+    worker = getattr(getattr(ray, "_private", None), "worker", None)
+    show = getattr(worker, "print_to_stdstream", None)
+    if show is None or getattr(show, "etai_stderr", False):
+        return
+
+    def to_stderr(data: dict, **kw: Any) -> None:
+        show({**data, "is_err": True}, **kw)
+
+    to_stderr.etai_stderr = True
+    worker.print_to_stdstream = to_stderr
 
 
 def _probe(address: str) -> None:
