@@ -6,6 +6,7 @@ The file is rewritten atomically (temp file + rename); every other field and the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -20,33 +21,32 @@ def record_session(session: Session, start_sandbox: Callable[[Session], object])
     """The reference trace with each step's execution_result replaced by what the tool returns now."""
     sb = start_sandbox(session)
     try:
-        steps = []
-        for st in session.execution_trace:
-            r = tools.call(sb, st.tool_called, dict(st.tool_args))
-            if r.status == "infra_error":
-                raise InfraError(f"{session.session_id} step {st.step}: {r.error}")
-            result = r.to_dict()
-            result.pop(
-                "duration_s", None
-            )  # timing noise would change the session's hash on every record
-            steps.append(
-                {
-                    "step": st.step,
-                    "tool_called": st.tool_called,
-                    "tool_args": st.tool_args,
-                    "execution_result": result,
-                }
-            )
-        return steps
+        raw = [dataclasses.asdict(st) for st in session.execution_trace]
+        return replay_steps(sb, raw, where=session.session_id)
     finally:
         sb.close()
 
 
+def replay_steps(sb, steps: list[dict], *, where: str = "") -> list[dict]:
+    """``steps`` (trace steps as dicts) run in ``sb``, each with its real execution_result."""
+    out = []
+    for st in steps:
+        r = tools.call(sb, st["tool_called"], dict(st["tool_args"]))
+        if r.status == "infra_error":
+            raise InfraError(f"{where} step {st['step']}: {r.error}")
+        result = r.to_dict()
+        # Timing noise would change the session's hash on every record.
+        result.pop("duration_s", None)
+        out.append({**st, "execution_result": result})
+    return out
+
+
 def record_suite(path: str | Path, *, sandbox: str = "docker", log=print) -> int:
     from harness.sandbox import Limits, provider
+    from harness.suite_build.deps import sandbox_limits
 
     suite = load_suite(path)
-    prepared = provider(sandbox).prepare(Limits())
+    prepared = provider(sandbox).prepare(sandbox_limits(suite, Limits()))
     traces = {}
     try:
         for s in suite.sessions:

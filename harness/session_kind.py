@@ -222,7 +222,7 @@ class SessionRecipe:
 def _prepare(st: Suite, sandbox: str, slots: int):
     from harness.sandbox import provider
 
-    return provider(sandbox).prepare(_limits(), workers=slots)
+    return provider(sandbox).prepare(_limits(st), workers=slots)
 
 
 def _run(
@@ -348,10 +348,13 @@ def _agent_summary(rows: list[dict[str, Any]], *, k: int, ks: list[int]) -> dict
     return {**summary, "metrics": extra} if extra else summary
 
 
-def _limits():
+def _limits(suite: Suite | None = None):
+    """The sandbox profile of a run: with what the suite declares (env, read-only node_modules)."""
     from harness.sandbox import Limits
+    from harness.suite_build.deps import sandbox_limits
 
-    return Limits(memory_mb=1024, timeout_s=30)
+    limits = Limits(memory_mb=1024, timeout_s=30)
+    return limits if suite is None else sandbox_limits(suite, limits)
 
 
 def _preflights(sessions, image, ex, recipe, local) -> dict[str, dict[str, Any]]:

@@ -79,7 +79,7 @@ def check_suite(
     k = int(suite.defaults.get("k", 3))
     ctx = AgentContext(suite, {})
     oracle = from_spec("oracle", ctx)
-    prepared = provider(sandbox).prepare(_limits(), workers=workers)
+    prepared = provider(sandbox).prepare(_limits(suite), workers=workers)
     try:
         flights = _preflights(
             list(suite.sessions), prepared.image, lambda s: prepared.start(s.workspace), oracle,

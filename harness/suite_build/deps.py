@@ -1,0 +1,90 @@
+"""A project's node_modules: installed once on the host from its lockfile, cached by the lockfile's
+digest, and given to every sandbox of the suite read-only (never part of a workspace or its hash).
+
+``npm ci --ignore-scripts`` runs no code of the project or of its dependencies: the install is a
+download and an unpack, which is why it may happen on the host. Debian's npm is installed when the
+host has none (the same idempotent step as scripts/ensure-docker)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from harness.errors import InfraError, InputError
+
+# What npm reads besides the manifest and the lockfile (dinero's .npmrc sets legacy-peer-deps).
+_INSTALL_FILES = ("package.json", "package-lock.json", "npm-shrinkwrap.json", ".npmrc")
+
+
+def lockfile_digest(project: Path) -> str:
+    """Digest of what decides the install: manifest, lockfile, .npmrc. InputError without a lockfile."""
+    if not any((project / f).is_file() for f in ("package-lock.json", "npm-shrinkwrap.json")):
+        raise InputError("no package-lock.json: `npm ci` needs a lockfile", where=str(project))
+    h = hashlib.sha256()
+    for f in _INSTALL_FILES:
+        p = project / f
+        h.update(f.encode() + b"\0" + (p.read_bytes() if p.is_file() else b"-") + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _npm() -> str:
+    npm = shutil.which("npm")
+    if npm:
+        return npm
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "npm"]):
+            subprocess.run(cmd, check=False, capture_output=True, env=env)
+    npm = shutil.which("npm")
+    if npm is None:
+        raise InfraError("npm is not installed (apt-get install npm) and could not be installed")
+    return npm
+
+
+def node_modules(project: Path, *, log=lambda m: None) -> Path:
+    """The host folder holding ``project``'s node_modules, installed if missing (cached by digest)."""
+    from harness.image import cache_dir
+
+    digest = lockfile_digest(project)
+    target = cache_dir() / f"deps-{digest}"
+    if (target / ".complete").is_file():
+        return target / "node_modules"
+    log(f"installing dependencies of {project.name} (npm ci --ignore-scripts, one time)")
+    tmp = Path(tempfile.mkdtemp(prefix="deps-", dir=cache_dir()))
+    try:
+        for f in _INSTALL_FILES:
+            if (project / f).is_file():
+                shutil.copy2(project / f, tmp / f)
+        r = subprocess.run(
+            [_npm(), "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "npm_config_update_notifier": "false"},
+        )
+        if r.returncode != 0:
+            raise InfraError(f"npm ci in {project} failed:\n{(r.stderr or r.stdout)[-2000:]}")
+        (tmp / ".complete").write_text(digest + "\n")
+        try:
+            tmp.rename(target)
+        except OSError:  # a concurrent install won the race; its copy is identical
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target / "node_modules"
+
+
+def sandbox_limits(suite, limits):
+    """``limits`` with what ``suite`` declares for its sandboxes (env; node_modules installed now)."""
+    import dataclasses
+
+    sb = suite.sandbox
+    if not sb.env and sb.node_modules is None and sb.timeout_s is None:
+        return limits
+    nm = str(node_modules(sb.node_modules)) if sb.node_modules is not None else None
+    timeout = limits.timeout_s if sb.timeout_s is None else sb.timeout_s
+    return dataclasses.replace(limits, env=sb.env, node_modules=nm, timeout_s=timeout)
