@@ -1,0 +1,90 @@
+"""`make real-suites`: build a suite from each project of ../shared/realrepos (corpus.json names its
+source folders and environment), replay each with the oracle and the do-nothing agent, and write
+runs/real-suites/report.md: per project, sessions, intents, build time, flaky and failing tests of
+the baseline, and both agents' PA@k. The projects are read in place (third-party code: never copied
+into this repository); built suites and runs go under runs/ (ignored).
+
+Usage: python scripts/real_suites.py [--max N] [--only NAME ...] [--out DIR] [--workers W]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REALREPOS = ROOT.parent / "shared" / "realrepos"
+
+
+def main(argv: list[str] | None = None) -> int:
+    sys.path.insert(0, str(ROOT))
+    from harness.runner import run
+    from harness.suite_build.build import BuildOptions, build
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--max", type=int, default=60, help="sessions per project (default 60)")
+    p.add_argument("--only", action="append", help="only these projects (repeatable)")
+    p.add_argument("--out", default=str(ROOT / "runs" / "real-suites"))
+    p.add_argument("--workers", type=int, default=2)
+    args = p.parse_args(argv)
+    corpus = json.loads((REALREPOS / "corpus.json").read_text())
+    out = Path(args.out)
+    rows = []
+    for proj in corpus:
+        if args.only and proj["name"] not in args.only:
+            continue
+        suite_dir = out / proj["name"]
+        t0 = time.monotonic()
+        opts = BuildOptions(
+            max_sessions=args.max,
+            src=tuple(proj["src"]),
+            env=tuple(sorted(proj["env"].items())),
+        )
+        s = build(REALREPOS / proj["name"], suite_dir, opts, log=print)
+        build_s = time.monotonic() - t0
+        r = run(
+            str(suite_dir),
+            ["oracle", "noop"],
+            out=out / f"{proj['name']}-run",
+            workers=args.workers,
+        )
+        k = r["k"]
+        rows.append(
+            {
+                "project": proj["name"],
+                "sessions": s["kept"],
+                "tried": s["tried"],
+                "intents": s["per_intent"],
+                "build_s": round(build_s),
+                "flaky": s["baseline"]["flaky"],
+                "failing": s["baseline"]["failing"],
+                "oracle_pa": r["agents"]["oracle"]["path_accuracy"][k],
+                "oracle_broken": r["agents"]["oracle"]["reference_broken"],
+                "noop_pa": r["agents"]["noop"]["path_accuracy"][k],
+            }
+        )
+        (out / "report.json").write_text(json.dumps(rows, indent=2))
+    lines = [
+        "| project | sessions (tried) | intents | build s | flaky | failing | oracle PA@3 | broken | noop PA@3 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for x in rows:
+        lines.append(
+            f"| {x['project']} | {x['sessions']} ({x['tried']}) | {len(x['intents'])} | {x['build_s']} "
+            f"| {len(x['flaky'])} | {len(x['failing'])} | {x['oracle_pa']} | {len(x['oracle_broken'])} "
+            f"| {x['noop_pa']} |"
+        )
+    intents = {i for x in rows for i in x["intents"]}
+    lines.append(
+        f"\n{sum(x['sessions'] for x in rows)} sessions from {len(rows)} projects, {len(intents)} intents"
+    )
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
