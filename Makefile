@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,train,serve,report,ray
 
-.PHONY: setup docker venv image browser demo test test-fast lint bench redteam mutation clean
+.PHONY: setup docker venv image browser demo test test-fast lint bench redteam mutation real-suites clean
 
 setup: docker venv image
 
@@ -55,6 +55,11 @@ redteam: setup
 # `make mutation MUTATE=harness/metrics.py` for one module, ARGS=--quick for the CI slice.
 mutation: venv
 	$(BIN)/python scripts/mutation $(MUTATE) $(ARGS)
+
+# Suites built by `etai suite build` from the six real projects of ../shared/realrepos, each replayed
+# with oracle and noop; report in runs/real-suites/report.md. Hours on 2 cores; ARGS="--max 10 --only redux".
+real-suites: setup
+	$(BIN)/python scripts/real_suites.py $(ARGS)
 
 clean:
 	-$(BIN)/etai sandbox prune --all
