@@ -80,3 +80,14 @@ def test_ray_without_an_address_uses_ray_address_then_auto(spec, capsys, tmp_pat
     assert "no Ray cluster answers at '127.0.0.1:1'" in _refused(
         capsys, tmp_path, "--executor", spec
     )
+
+
+def test_ray_is_imported_only_when_its_executor_opens():
+    import subprocess
+
+    code = (
+        "import sys; from harness.executors import EXECUTORS, parse; import harness.session_kind; "
+        "EXECUTORS.names(); parse('ray:127.0.0.1:1'); print('ray' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
