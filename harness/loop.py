@@ -29,6 +29,16 @@ from harness.sessions import Cursor, Session
 from harness.verify import Gold, Verdict, take_baseline, verify
 
 MUTATING = ("file_edit", "file_write")
+# The verdict of an episode in which no tool that writes files was called, when the preflight ran
+# (``gold``): no code of the agent's exists, only the session's own code and tests ran (and the
+# workspace is read-only to them in the Docker sandbox), so the workspace is the pristine one that
+# the preflight found not green. A noop episode then costs no Jest run (#15).
+UNCHANGED = Verdict(
+    green=False,
+    reason="no file was changed: the workspace is the one the preflight found not green",
+    status=Status.FAILED,
+    checks=["verification"],
+)
 SandboxFactory = Callable[[Session], Sandbox]
 
 
@@ -255,7 +265,9 @@ def _play(
     # Green at the end: reuse the last verdict if nothing changed since, else verify now.
     last_mutation = max((s["step"] for s in row["steps"] if s["tool"] in MUTATING), default=0)
     last_step = row["steps"][-1]["step"] if row["steps"] else 0
-    if verdict is None or last_mutation != last_step:
+    if verdict is None and gold is not None and last_mutation == 0:
+        verdict = UNCHANGED  # no Jest run: the preflight found this very workspace not green
+    elif verdict is None or last_mutation != last_step:
         verdict = verify(sb, base, list(session.verify_files))
         _note_tamper(row, verdict.tamper)
     row["verification"] = verdict.to_dict()

@@ -1,0 +1,103 @@
+"""harness/loop.py: which Jest runs an episode costs, in a real Docker sandbox on a bundled session.
+
+An episode that called no tool that writes files needs no verification run once the preflight
+found the pristine workspace not green (loop.UNCHANGED); every other episode is verified.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.agents import AgentContext, from_spec
+from harness.agents._builtin import ScriptedEpisode
+from harness.etai_format import Action
+from harness.loop import preflight, run_episode
+from harness.sandbox import Limits, provider
+from harness.sessions import load_suite
+from harness.verify import Gold
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+class Counting:
+    """A sandbox that records the op of every request it forwards (a Jest run is op ``jest``)."""
+
+    def __init__(self, sb, ops: list[str]):
+        self._sb, self._ops = sb, ops
+
+    def request(self, op, payload, **kw):
+        self._ops.append(op)
+        return self._sb.request(op, payload, **kw)
+
+    def __getattr__(self, name):
+        return getattr(self._sb, name)
+
+
+class RunsTheTests:
+    """Runs the failing test file once, changes nothing, finishes."""
+
+    spec, fingerprint = "runs-the-tests", ""
+
+    def __init__(self, test_file: str):
+        self.test_file = test_file
+
+    def start(self, task, sample):
+        return ScriptedEpisode([Action("jest_run", {"test_file": self.test_file})])
+
+
+@pytest.fixture(scope="module")
+def setting(image):
+    suite = load_suite("jest-bugfix")
+    session = suite.get("retry-default-attempts")
+    ctx = AgentContext(suite)
+    prepared = provider("docker").prepare(Limits(memory_mb=1024, timeout_s=30), image=image)
+    try:
+        flight = preflight(
+            session, from_spec("oracle", ctx), start_sandbox=lambda s: prepared.start(s.workspace)
+        )
+        assert flight["ok"], flight
+        yield suite, session, ctx, prepared, flight
+    finally:
+        prepared.cleanup()
+
+
+def _episode(setting, agent, *, with_preflight: bool):
+    suite, session, ctx, prepared, flight = setting
+    ops: list[str] = []
+    row = run_episode(
+        session,
+        agent,
+        0,
+        start_sandbox=lambda s: Counting(prepared.start(s.workspace), ops),
+        k=3,
+        max_steps=10,
+        passing=flight["passing"] if with_preflight else None,
+        gold=Gold.from_json(flight["gold"]) if with_preflight else None,
+    )
+    return row, ops.count("jest")
+
+
+def test_an_episode_that_changed_nothing_costs_no_jest_run(setting):
+    row, runs = _episode(setting, from_spec("noop", setting[2]), with_preflight=True)
+    assert runs == 0
+    assert (row["status"], row["green"], row["checks"]) == ("failed", False, ["verification"])
+    assert "no file was changed" in row["reason"]
+
+
+def test_the_agents_own_test_runs_are_its_only_ones_when_it_changed_nothing(setting):
+    session = setting[1]
+    agent = RunsTheTests(session.verify_files[0])
+    row, runs = _episode(setting, agent, with_preflight=True)
+    assert runs == 1 and [s["tool"] for s in row["steps"]] == ["jest_run"]
+    assert row["status"] == "failed" and not row["green"]
+
+
+def test_without_a_preflight_an_unchanged_workspace_is_verified(setting):
+    row, runs = _episode(setting, from_spec("noop", setting[2]), with_preflight=False)
+    assert runs >= 1  # the baseline and the verification (one run may serve both)
+    assert row["status"] == "failed" and "no file was changed" not in (row["reason"] or "")
+
+
+def test_an_episode_that_edits_is_verified(setting):
+    row, runs = _episode(setting, from_spec("oracle", setting[2]), with_preflight=True)
+    assert runs >= 1 and row["green"] and row["status"] == "passed"
