@@ -111,10 +111,13 @@ def baseline(box: Box, runs: int, timeout: float, progress: bool) -> dict[str, A
     counts: dict[str, Counter] = {}
     seconds = []
     for _ in range(runs):
-        r, _ = box.jest(None, timeout)
+        r, answer = box.jest(None, timeout)
         if r.evidence != "nonce" or r.tamper:
+            tail = str(answer.get("output_tail") or "").strip()[-1500:]
             raise InputError(
-                f"the project's tests do not run in the sandbox: {r.reason}", where="baseline"
+                f"the project's tests do not run in the sandbox: {r.reason}"
+                + (f"; Jest's output ends:\n{tail}" if tail else ""),
+                where="baseline",
             )
         seconds.append(round(r.duration_s, 2))
         for tid, st in _statuses(r).items():
