@@ -7,14 +7,16 @@ HarnessEval runs on every rank and never raises into the trainer:
    ``ba``/``sp``/``tok``/``dur`` intervals, ``EPOCH_END`` for ``ep``, and once more at
    ``FIT_END`` unless the last batch was just evaluated. Every rank decides the same.
 2. Under FSDP every rank takes part in gathering the full weights (collective); rank 0 rebuilds a
-   plain copy. Without FSDP rank 0 uses its live module (DDP keeps a full replica per rank).
-3. Rank 0 alone generates and drives the sandboxes: ``harness.run`` with the agent
-   ``hfmem:<run>-ba<N>``, in eval mode under ``no_grad``, train mode restored after. The other
-   ranks wait in ``broadcast_object_list``. In a multi-GPU job this is the bottleneck: one GPU
-   generates while the rest idle. It is the simple, honest design for a model that fits one
-   GPU; the wait must stay under the process group timeout (``train.dist_timeout``).
-4. The metrics dict is broadcast from rank 0 and logged on every rank (the destinations filter by
-   rank). Any exception becomes ``harness/error = 1`` and a warning.
+   plain copy and alone generates and drives the sandboxes for every session, while the other
+   ranks wait in ``broadcast_object_list`` (the wait must stay under ``train.dist_timeout``).
+3. Without FSDP (DDP, or one process) every rank holds the whole model, so the evaluation is
+   sharded: rank r evaluates sessions r, r+W, ... (``harness.run`` with the agent
+   ``hfmem:<run>-ba<N>``, eval mode under ``no_grad``, train mode restored after) in
+   ``ba<N>/rank<r>/``; the rows are gathered (``all_gather_object``, which every rank reaches
+   whatever happened to its shard) and rank 0 writes them and one summary to ``ba<N>/``.
+4. The metrics (computed from the rows with ``harness.metrics.summarize``) are broadcast from
+   rank 0 and logged on every rank (the destinations filter by rank). Any exception, on any
+   rank, becomes ``harness/error = 1`` and a warning.
 
 The time budget (``budget_s``, from the evaluation's start: gathering, image, preflight, rollouts)
 is enforced by the agent (``harness.agents.hf``): past it, an episode not yet started never starts
@@ -134,40 +136,89 @@ class HarnessEval(Callback):
         return self.last
 
     def _evaluate(self, state: Any, batch: int, start: float) -> dict[str, float] | None:
+        from finetune.export import agent_model, gathered_state, is_fsdp
+
+        model = agent_model(state)
+        fsdp = is_fsdp(model)
+        # Collective under FSDP: every rank gathers before rank 0 goes off on its own.
+        full = gathered_state(model) if fsdp else None
+        rank, world = dist.get_global_rank(), dist.get_world_size()
+        ids = self.session_ids or tuple(s.session_id for s in self.suite.sessions)
+        out = (self.out or Path("runs") / state.run_name) / "harness-eval" / f"ba{batch}"
+        if fsdp or world == 1:
+            # Only rank 0 holds a full copy (gathered above): it evaluates every session.
+            if rank != 0:
+                return None
+            rows, skipped = self._shard(state, model, full, batch, start, ids, out)
+        else:
+            # Every rank holds a full replica (DDP, or no wrapper): each evaluates its share in
+            # its own folder; rank 0 merges. Every rank reaches the gather, whatever happened.
+            try:
+                mine = self._shard(
+                    state, model, None, batch, start, ids[rank::world], out / f"rank{rank}"
+                )
+                part: tuple = (*mine, None)
+            except Exception as e:  # noqa: BLE001 - reported by rank 0 as harness/error
+                part = ([], 0, f"rank {rank}: {type(e).__name__}: {e}")
+            parts = dist.all_gather_object(part)
+            if rank != 0:
+                return None
+            failed = [error for _, _, error in parts if error]
+            if failed:
+                raise RuntimeError("; ".join(failed))
+            rows = [row for shard, _, _ in parts for row in shard]
+            skipped = sum(n for _, n, _ in parts)
+            _write_merged(out, rows, k=self.k)
+        return _metrics(rows, k=self.k, n=len(ids), skipped_before=skipped)
+
+    def _shard(
+        self,
+        state: Any,
+        model: Any,
+        full: Any,
+        batch: int,
+        start: float,
+        ids: Sequence[str],
+        out: Path,
+    ) -> tuple[list[dict[str, Any]], int]:
+        """This process's rows for ``ids`` in ``out``, and how many sessions the budget skipped
+        before anything started."""
         import torch
         from composer.core.precision import get_precision_context
 
-        from finetune.export import agent_model, gathered_state, is_fsdp, plain_lm
+        from finetune.export import plain_lm
+        from harness.results import read_rows
 
-        model = agent_model(state)
-        # Collective under FSDP: every rank gathers before rank 0 goes off on its own.
-        full = gathered_state(model) if is_fsdp(model) else None
-        if dist.get_global_rank() != 0:
-            return None
+        if not ids:
+            return [], 0
         if time.monotonic() > start + self.budget_s:  # spent gathering: nothing starts
-            return _skipped_all(len(self.session_ids or self.suite.sessions))
+            return [], len(ids)
         lm = plain_lm(model, full, merge_lora=False)
         was_training = model.training
         model.eval()
         lm.eval()
         try:
             with torch.no_grad(), get_precision_context(state.precision):
-                summary, spec = self._run(state, lm, model.tokenizer, batch, start)
+                spec = self._run(state, lm, model.tokenizer, batch, start, ids, out)
         finally:
             model.train(was_training)
-        from harness.results import read_rows
-
-        rows = [r for r in read_rows(Path(summary["out"]) / "results.jsonl") if r["agent"] == spec]
-        return _metrics(summary["agents"][spec], complete=summary["complete"], rows=rows)
+        rows = read_rows(out / "results.jsonl")
+        return [r for r in rows if r["agent"] == spec and r["session_id"] in set(ids)], 0
 
     def _run(
-        self, state: Any, lm: Any, tokenizer: Any, batch: int, start: float
-    ) -> tuple[dict, str]:
+        self,
+        state: Any,
+        lm: Any,
+        tokenizer: Any,
+        batch: int,
+        start: float,
+        ids: Sequence[str],
+        out: Path,
+    ) -> str:
         import harness
         from harness.agents.hf import live_model
 
         name = f"{state.run_name}-ba{batch}"
-        out = (self.out or Path("runs") / state.run_name) / "harness-eval" / f"ba{batch}"
         with live_model(
             name,
             lm,
@@ -176,7 +227,7 @@ class HarnessEval(Callback):
             max_result_chars=self.max_result_chars,
             deadline=start + self.budget_s,
         ) as spec:
-            summary = harness.run(
+            harness.run(
                 self.suite,
                 [spec],
                 k=self.k,
@@ -186,9 +237,9 @@ class HarnessEval(Callback):
                 sandbox=self.sandbox,
                 options=dict(self.generation),
                 progress=False,
-                session_ids=self.session_ids or None,
+                session_ids=list(ids),
             )
-        return summary, spec
+        return spec
 
 
 class ExportHF(Callback):
@@ -289,28 +340,42 @@ def _budget_counts(rows: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
     return skipped, sum(BUDGET_SPENT in reason for reason in cut) - skipped
 
 
-def _skipped_all(n: int) -> dict[str, float]:
-    nan = math.nan
-    return {
-        "harness/pass@1": nan,
-        "harness/path_accuracy@1": nan,
-        "harness/skipped_budget": float(n),
-        "harness/stopped_budget": 0.0,
-        "harness/complete": 0.0,
-        "harness/error": 0.0,
+def _write_merged(out: Path, rows: Sequence[Mapping[str, Any]], *, k: int) -> None:
+    """Rank 0's one folder of a sharded evaluation: every rank's rows and their summary."""
+    from harness import metrics
+    from harness.results import ResultStore, write_json_atomic
+
+    store = ResultStore(out)
+    for row in rows:
+        if not store.has(row["cache_key"]):
+            store.append(dict(row))
+    agents = sorted({r["agent"] for r in rows})
+    summary = {
+        "shards": sorted(str(p) for p in out.glob("rank*")),
+        "agents": {a: metrics.summarize([r for r in rows if r["agent"] == a], k=k) for a in agents},
     }
+    write_json_atomic(out / "summary.json", summary)
 
 
 def _metrics(
-    agent: Mapping[str, Any], *, complete: bool, rows: Sequence[Mapping[str, Any]] = ()
+    rows: Sequence[Mapping[str, Any]], *, k: int, n: int, skipped_before: int = 0
 ) -> dict[str, float]:
+    """The logged metrics over the evaluation's rows (every rank's): ``n`` sessions were asked
+    for; ``skipped_before`` of them had no row because the budget was spent before they started."""
+    from harness import metrics
+
+    agent = metrics.summarize(list(rows), k=k)
     skipped, stopped = _budget_counts(rows)
+    skipped += skipped_before
+    complete = len(rows) == n and not agent["n_infra_error"]
     out = {f"harness/path_accuracy@{j}": _nan(v) for j, v in agent["path_accuracy"].items()}
     out["harness/pass@1"] = _nan(agent["pass_at_k"].get(1))
     out["harness/steps_to_green"] = _nan(agent["steps_to_green"]["mean"])
     out["harness/invalid_actions"] = float(agent["invalid_actions"])
     out["harness/tamper_rate"] = _nan(agent.get("tamper_rate"))
-    out["harness/infra_errors"] = float(agent["n_infra_error"] - skipped - stopped)
+    out["harness/infra_errors"] = float(
+        agent["n_infra_error"] - (skipped - skipped_before) - stopped
+    )
     out["harness/skipped_budget"], out["harness/stopped_budget"] = float(skipped), float(stopped)
     out["harness/complete"] = float(complete)
     out["harness/error"] = 0.0

@@ -206,7 +206,7 @@ def test_live_model_is_an_agent_spec_only_inside_its_block(tokenizer):
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_two_ranks_rank0_evaluates_and_both_log_the_broadcast_metrics(
+def test_two_ranks_share_the_eval_and_both_log_the_broadcast_metrics(
     tmp_path, tiny_overrides, launch_two_ranks
 ):
     # 8 sessions, batch 4 per rank, 2 ranks: one batch per epoch
@@ -215,7 +215,10 @@ def test_two_ranks_rank0_evaluates_and_both_log_the_broadcast_metrics(
     launch_two_ranks(tmp_path, overrides)
     for batch in (1, 2):
         rows = (tmp_path / "ckpt" / "harness-eval" / f"ba{batch}" / "results.jsonl").read_text()
-        assert len(rows.splitlines()) == 2  # one evaluation per interval, by rank 0 alone
+        assert len(rows.splitlines()) == 2  # one evaluation per interval, merged by rank 0
+        for rank in (0, 1):  # no FSDP: each rank evaluated its half of the sessions
+            shard = tmp_path / "ckpt" / "harness-eval" / f"ba{batch}" / f"rank{rank}"
+            assert len((shard / "results.jsonl").read_text().splitlines()) == 1
     assert not (tmp_path / "ckpt" / "harness-eval" / "ba3").exists()
     rank1 = (tmp_path / "err1.txt").read_text() + (tmp_path / "out1.txt").read_text()
     assert "harness/path_accuracy@1" in rank1 and "harness/error: 0" in rank1
