@@ -109,15 +109,16 @@ def containers_of():
 def _own_cache(tmp_path_factory):
     """An ETAI_CACHE of this test session's own, so no verdict cached by the user, by an earlier
     version of the code or by a test session running beside this one is ever reused. The build
-    artefacts (Node tarball, runner folders) are content-addressed by their inputs and never change
-    once built, so they are linked in rather than rebuilt; the verdict cache starts empty."""
+    artefacts (Node tarball, runner folders, projects' node_modules installed from their lockfiles)
+    are content-addressed by their inputs and never change once built, so they are linked in rather
+    than rebuilt; the verdict cache starts empty."""
     from harness import image as im
 
     shared = im.cache_dir()
     mine = tmp_path_factory.mktemp("etai-cache")
     for entry in shared.iterdir():
         if entry.name == "node" or (
-            entry.name.startswith("runner-") and (entry / "node_modules").exists()
+            entry.name.startswith(("runner-", "deps-")) and (entry / "node_modules").exists()
         ):
             (mine / entry.name).symlink_to(entry, target_is_directory=True)
     before = os.environ.get("ETAI_CACHE")
