@@ -357,6 +357,22 @@ def _limits(suite: Suite | None = None):
     return limits if suite is None else sandbox_limits(suite, limits)
 
 
+def local_preflights(
+    st: Suite, *, sandbox: str = "docker", workers: int = 1, progress: bool = True
+) -> dict[str, dict[str, Any]]:
+    """Every session's preflight row, replayed in this process (``etai suite validate --jest``):
+    the same cached replays a run makes before its episodes."""
+    sessions = list(st.sessions)
+    prepared = _prepare(st, sandbox, workers)
+    try:
+        oracle = from_spec("oracle", AgentContext(st, {}))
+        local = SessionWorker(sessions, [], oracle, prepared, k=0, max_steps=0)
+        with executors.opened("local", workers=workers, progress=progress) as ex:
+            return _preflights(sessions, prepared.image, ex, None, local)
+    finally:
+        prepared.cleanup()
+
+
 def _preflights(sessions, image, ex, recipe, local) -> dict[str, dict[str, Any]]:
     """Replay every reference first (cached per session content, image and grading code); return
     each session's preflight row (``ok``/``reason``, and for sound ones ``passing`` and ``gold``)."""

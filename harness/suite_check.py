@@ -72,21 +72,10 @@ def check_suite(
     suite: Suite, *, sandbox: str = "docker", workers: int = 1, progress: bool = True
 ) -> list[SessionCheck]:
     """Every session: the trace read as text, then its reference replayed in the sandbox."""
-    from harness.agents import AgentContext, from_spec
-    from harness.sandbox import provider
-    from harness.session_kind import _limits, _preflights
+    from harness.session_kind import local_preflights
 
     k = int(suite.defaults.get("k", 3))
-    ctx = AgentContext(suite, {})
-    oracle = from_spec("oracle", ctx)
-    prepared = provider(sandbox).prepare(_limits(suite), workers=workers)
-    try:
-        flights = _preflights(
-            list(suite.sessions), prepared.image, lambda s: prepared.start(s.workspace), oracle,
-            workers, progress,
-        )  # fmt: skip
-    finally:
-        prepared.cleanup()
+    flights = local_preflights(suite, sandbox=sandbox, workers=workers, progress=progress)
     out = []
     for s in suite.sessions:
         problems = trace_problems(s)
