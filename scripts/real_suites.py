@@ -11,12 +11,35 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-REALREPOS = ROOT.parent / "shared" / "realrepos"
+
+
+def find_realrepos() -> Path:
+    """The real projects' folder: $ETAI_REALREPOS, else ``shared/realrepos`` beside this checkout or
+    one of its parents, else beside the repository it was cloned from (a clone made elsewhere, as a
+    CI's fresh clone may be, still finds the corpus of the checkout it came from)."""
+    if os.environ.get("ETAI_REALREPOS"):
+        return Path(os.environ["ETAI_REALREPOS"])
+    places = [ROOT, *ROOT.parents]
+    origin = subprocess.run(
+        ["git", "-C", str(ROOT), "config", "--get", "remote.origin.url"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    if origin and Path(origin).is_absolute():  # a local path; a URL names no folder here
+        places += [Path(origin), *Path(origin).parents]
+    for place in places:
+        if (place / "shared" / "realrepos" / "corpus.json").is_file():
+            return place / "shared" / "realrepos"
+    raise SystemExit(
+        "no shared/realrepos beside this checkout, its parents or its origin: set ETAI_REALREPOS"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(ROOT / "runs" / "real-suites"))
     p.add_argument("--workers", type=int, default=2)
     args = p.parse_args(argv)
-    corpus = json.loads((REALREPOS / "corpus.json").read_text())
+    realrepos = find_realrepos()
+    corpus = json.loads((realrepos / "corpus.json").read_text())
     out = Path(args.out)
     rows = []
     for proj in corpus:
@@ -43,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             src=tuple(proj["src"]),
             env=tuple(sorted(proj["env"].items())),
         )
-        s = build(REALREPOS / proj["name"], suite_dir, opts, log=print)
+        s = build(realrepos / proj["name"], suite_dir, opts, log=print)
         build_s = time.monotonic() - t0
         r = run(
             str(suite_dir),
