@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,train,serve,report,ray
 
-.PHONY: setup docker venv image browser demo test test-fast lint bench redteam mutation real-suites clean
+.PHONY: setup docker venv image browser demo test test-long test-fast lint bench redteam mutation real-suites clean
 
 setup: docker venv image
 
@@ -40,6 +40,12 @@ test: setup browser
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# The tests that take minutes of sandboxes each and are not in make test yet (CI time): the redux
+# suite built end to end (#16), the in-training evaluation's budget and rank sharding (#17).
+test-long: setup
+	ETAI_LONG=1 $(BIN)/python -m pytest -q tests/harness/test_suite_build_e2e.py \
+	  tests/finetune/test_callback_budget.py tests/finetune/test_callback_shard.py
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"

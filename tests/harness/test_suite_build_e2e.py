@@ -2,11 +2,12 @@
 node_modules installed once from the lockfile and mounted read-only, the baseline run 3 times in
 the sandbox, mutants kept only when a test catches them every time, sessions recorded with the
 real tools; then the oracle must reach green on every session (PA@3 = 1, none broken) and the
-do-nothing agent on none. Run by `make test` (about 10 sessions; `make real-suites` builds all)."""
+do-nothing agent on none. Run by `make test-long` (about 10 sessions; `make real-suites` builds all)."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,16 @@ def _realrepos() -> Path:
 
 REDUX = _realrepos() / "redux"
 # Under load ~30 on 2 cores the build took 396 s and the replay over 600 s (pytest's default limit).
-pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(2400)]
+# Not yet in make test (CI time): `make test-long` runs it; its quiet cost is still to be measured.
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.slow,
+    pytest.mark.timeout(2400),
+    pytest.mark.skipif(
+        not os.environ.get("ETAI_LONG"),
+        reason="minutes of sandboxes: ETAI_LONG=1 (make test-long) runs it, not make test",
+    ),
+]
 
 
 @pytest.fixture(scope="module")
