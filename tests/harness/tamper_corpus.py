@@ -327,6 +327,33 @@ TECHNIQUES = [
         "try { const HostArray = Object.getPrototypeOf(require.resolve.paths('x')).constructor;"
         " HostArray.prototype.map = function () { return []; }; } catch (e) {}",
     ),
+    # The guard's answer leaves the host as JSON: JSON.stringify asks every array for `toJSON`
+    # through the host's Array.prototype (watched, not frozen). Planted there, it rewrote the record
+    # in flight: tamper notes dropped, assertion counts raised. A false green until the host wrote
+    # its answer itself (jest-host.js `encode`); the swapped prototype is also noticed now.
+    Technique(
+        "host-array-tojson-forges-answer",
+        "context boundary",
+        "try { const A = Object.getPrototypeOf(require.resolve.paths('x'));"
+        " Object.defineProperty(A, 'toJSON', { configurable: true, value: function () {"
+        " return Array.from(this).filter((x) => typeof x !== 'string')"
+        ".map((x) => (x && typeof x === 'object' && 'asserts' in x ? { ...x, asserts: 99 } : x)); } });"
+        " const push = Array.prototype.push; Array.prototype.push = function (...a) {"
+        " if (a.length === 1 && Array.isArray(a[0]) && a[0][0] instanceof Error) return this.length;"
+        " return push.apply(this, a); }; } catch (e) {}",
+    ),
+    Technique(
+        "host-array-prototype-swap",
+        "context boundary",
+        "try { const A = Object.getPrototypeOf(require.resolve.paths('x'));"
+        " Object.setPrototypeOf(A, new Proxy(Object.getPrototypeOf(A), { get(t, k, r) {"
+        " if (k === 'toJSON') return function () { return Array.from(this).filter((x) => typeof x !== 'string')"
+        ".map((x) => (x && typeof x === 'object' && 'asserts' in x ? { ...x, asserts: 99 } : x)); };"
+        " return Reflect.get(t, k, r); } }));"
+        " const push = Array.prototype.push; Array.prototype.push = function (...a) {"
+        " if (a.length === 1 && Array.isArray(a[0]) && a[0][0] instanceof Error) return this.length;"
+        " return push.apply(this, a); }; } catch (e) {}",
+    ),
     Technique(
         "proc-mem-of-the-host",
         "context boundary",
@@ -347,6 +374,7 @@ CORE = (
     "blanket-equality-tester",
     "object-is",
     "array-push-drops-errors",
+    "host-array-tojson-forges-answer",
     "promise-then-swallows",
     "date-and-math",
     "fake-asymmetric-results",

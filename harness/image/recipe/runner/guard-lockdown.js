@@ -109,20 +109,23 @@ function lockRealm(g, { context = null } = {}) {
     ...watched.map((o) => [o, 'an iterator prototype'])], tamed);
 }
 
-// Remember every own property (by descriptor: a getter planted later would answer our reads) and
-// how many there are; `check` compares.
+// Remember every own property (by descriptor: a getter planted later would answer our reads), how
+// many there are and the object's prototype; `check` compares. A watched object stays extensible, so
+// its prototype can be replaced: a Proxy there answers every name the object lacks (`toJSON`, an
+// index past the end) with workspace code.
 function watch(objects, members) {
-  const { getOwnPropertyDescriptor, ownKeys } = Reflect;
+  const { getOwnPropertyDescriptor, ownKeys, getPrototypeOf } = Reflect;
   const seen = [];
   for (const [obj, label] of objects) {
     const keys = ownKeys(obj);
     const descs = keys.map((k) => getOwnPropertyDescriptor(obj, k));
-    seen.push([obj, label, keys, descs]);
+    seen.push([obj, label, keys, descs, getPrototypeOf(obj)]);
   }
   const single = members.map(([obj, key, label]) => [obj, label, key, obj[key]]);
   return function check() {
-    for (const [obj, label, keys, descs] of seen) {
+    for (const [obj, label, keys, descs, proto] of seen) {
       if (ownKeys(obj).length !== keys.length) return `${label} (a property was added or removed)`;
+      if (getPrototypeOf(obj) !== proto) return `${label} (its prototype was replaced)`;
       for (let i = 0; i < keys.length; i++) {
         const d = getOwnPropertyDescriptor(obj, keys[i]);
         const was = descs[i];

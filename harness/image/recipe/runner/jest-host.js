@@ -30,7 +30,44 @@ const { runCLI } = require(JEST);
 const guard = process.env.ETAI_JEST_GUARD === 'off' ? null : require('./guard');
 if (guard) guard.install(JEST);
 
-const send = process.send.bind(process);
+// Every answer is written out here, as JSON text, and travels as a string: `process.send` would
+// JSON.stringify the objects themselves, which asks every array for a `toJSON` through this realm's
+// Array.prototype — reachable by workspace code (through any host array a test is handed) and not
+// frozen (see guard-lockdown.js). A `toJSON` planted there rewrote the guard's record in flight
+// (the tamper notes dropped, the assertion counts raised): a false green. This writer reads only own
+// data properties with indexed loops and calls nothing workspace code can replace (JSON and Reflect
+// are frozen by the guard; a string or number is written by JSON.stringify, which asks primitives
+// nothing). runner.js parses the text.
+const rawSend = process.send.bind(process);
+const { stringify } = JSON;
+const { getOwnPropertyDescriptor: ownDesc, ownKeys: keysOf } = Reflect;
+const { isArray } = Array;
+
+function encode(v) {
+  if (v === null || v === undefined || typeof v === 'function' || typeof v === 'symbol') return 'null';
+  if (typeof v !== 'object') return stringify(v); // NaN and Infinity become null, as JSON.stringify writes them
+  let out = '';
+  if (isArray(v)) {
+    const n = ownDesc(v, 'length').value;
+    for (let i = 0; i < n; i++) {
+      const d = ownDesc(v, i);
+      out += (i ? ',' : '') + encode(d && 'value' in d ? d.value : null);
+    }
+    return `[${out}]`;
+  }
+  const keys = keysOf(v);
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i];
+    const d = typeof k === 'string' ? ownDesc(v, k) : undefined;
+    if (!d || !d.enumerable || !('value' in d) || d.value === undefined || typeof d.value === 'function') continue;
+    out += (out ? ',' : '') + stringify(k) + ':' + encode(d.value);
+  }
+  return `{${out}}`;
+}
+
+function send(message) {
+  rawSend({ nonce: message.nonce, json: encode(message) });
+}
 const CACHE = path.join(process.env.TMPDIR || '/tmp', 'jest-cache');
 
 function drained(stream) {

@@ -141,10 +141,14 @@ function startHost(slot) {
   };
   proc.stdout.on('data', onOut);
   proc.stderr.on('data', onOut);
-  proc.on('message', (m) => {
+  proc.on('message', (raw) => {
     const p = h.pending;
-    // Only an answer that carries this request's nonce counts (see jest-host.js).
-    if (p && m && m.nonce === p.nonce) { h.pending = null; clearTimeout(p.timer); p.resolve({ ok: true, result: m }); }
+    // Only an answer that carries this request's nonce counts (see jest-host.js), and it comes as
+    // JSON text written by the host itself, never by JSON.stringify on objects a test could reach.
+    if (!p || !raw || raw.nonce !== p.nonce || typeof raw.json !== 'string') return;
+    let m;
+    try { m = JSON.parse(raw.json); } catch (e) { return; }
+    if (m && m.nonce === p.nonce) { h.pending = null; clearTimeout(p.timer); p.resolve({ ok: true, result: m }); }
   });
   proc.on('exit', (code, signal) => {
     if (hosts[slot] === h) hosts[slot] = null;
