@@ -121,11 +121,14 @@ async function run(nonce, testFiles, namePattern, shard) {
   const { results } = await runCLI(argv, [WS]);
   const jestMs = Number(process.hrtime.bigint() - t0) / 1e6;
   const record = guard ? guard.takeRun() : null;
+  // Written out now, in the same turn as the guard's last check: a timer a test left behind could
+  // otherwise run during the waits below and change what slim() and the writer call.
+  const answer = encode({ nonce, report: slim(results), guard: record, jest_ms: jestMs });
   // Let what tests wrote reach the runner before the answer does, so its output cap can act:
   // writes to a pipe queue up in this process, and a flood would otherwise outrun the answer.
   await drained(process.stdout);
   await drained(process.stderr);
-  send({ nonce, report: slim(results), guard: record, jest_ms: jestMs });
+  rawSend({ nonce, json: answer });
 }
 
 // The test files Jest would run, asked on the pristine workspace (no test code runs for this).
