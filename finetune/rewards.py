@@ -8,7 +8,7 @@ The default (``default``) is what RFT and execution DPO rank rollouts by:
 | ``failed`` | ``failed`` (0.0) |
 | ``timeout``, ``memory_limit``, ``output_limit`` | ``limit`` (−0.5) |
 | ``tampered`` (the tests or the framework were interfered with) | ``tampered`` (−2.0) |
-| ``infra_error``, ``reference_broken``, no status | None: the machinery failed, not the agent |
+| ``infra_error``, ``reference_broken``, ``skipped_budget``, no status | None: the machinery failed or nothing ran, not the agent |
 
 and every invalid action subtracts ``invalid`` (0.1) from the value of the row's status, so an
 episode of nothing but invalid actions (status ``invalid_action``) is worth −0.1 per step. A
@@ -31,7 +31,7 @@ from finetune.registry import Registry
 Reward = Callable[[Mapping[str, Any]], float | None]
 REWARDS: Registry[Callable[..., Reward]] = Registry("reward", "reward.name", group="etai.rewards")
 LIMITS = ("timeout", "memory_limit", "output_limit")
-NO_SIGNAL = ("infra_error", "reference_broken")
+NO_SIGNAL = ("infra_error", "reference_broken", "skipped_budget")
 
 
 @REWARDS.register("default")

@@ -34,6 +34,12 @@ class SandboxTimeout(SandboxDead):
     code ran too long: a ``timeout`` result, not an infrastructure failure)."""
 
 
+class BudgetSkipped(InfraError):
+    """The evaluation's time budget was spent before this episode started: no sandbox was started
+    and nothing was judged (a ``skipped_budget`` row, in no denominator, run by a rerun). An
+    InfraError, so a caller that knows nothing of budgets still sees "not the agent's fault"."""
+
+
 class ServerUnreachable(InfraError):
     """A model server could not be reached (refused, reset, no route) through all of a call's retries."""
 

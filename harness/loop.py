@@ -15,7 +15,7 @@ from typing import Any
 
 from harness import tools
 from harness.agents import Agent, TaskView, check_available, cursor_of
-from harness.errors import EtaiError, InfraError
+from harness.errors import BudgetSkipped, EtaiError, InfraError
 from harness.etai_format import (
     Action,
     FinalAnswer,
@@ -113,6 +113,8 @@ def run_episode(
         )  # a server this run already found unreachable: no sandbox, no retries
         sb = start_sandbox(session)
         _play(sb, session, agent, sample, row, k=k, max_steps=max_steps, passing=passing, gold=gold)
+    except BudgetSkipped as e:  # not run at all: its own status, not a failure of the machinery
+        row.update(status=Status.SKIPPED_BUDGET.value, reason=str(e))
     except InfraError as e:
         row.update(status="infra_error", reason=str(e))
     except EtaiError as e:

@@ -1,8 +1,9 @@
 """Metrics: pure functions over result rows (DESIGN.md §4). No I/O, no state; tested by hand.
 
 Denominators: rows whose session is ``reference_broken`` are reported separately and never
-counted; ``infra_error`` rows are incomplete work (a rerun retries them) and are left out of every
-rate, with their count reported so an incomplete run can't pass for a complete one.
+counted; ``infra_error`` rows are incomplete work (a rerun retries them) and ``skipped_budget``
+rows were never run (a time-boxed evaluation ran out first; a rerun runs them): both are left out
+of every rate, with their counts reported so an incomplete run can't pass for a complete one.
 """
 
 from __future__ import annotations
@@ -173,6 +174,7 @@ def summarize(rows: Sequence[Row], *, k: int, ks: Sequence[int] = (1,)) -> dict[
         "n_valid": len(valid(rows)),
         "reference_broken": broken,
         "n_infra_error": sum(1 for r in rows if r.get("status") == "infra_error"),
+        "n_skipped_budget": sum(1 for r in rows if r.get("status") == "skipped_budget"),
         "status_counts": status_counts(rows),
         "path_accuracy": path_accuracy(rows, k),
         "steps_to_green": steps_to_green(rows),

@@ -31,11 +31,20 @@ class Status(str, enum.Enum):
     )
     INFRA_ERROR = "infra_error"  # the machinery failed (engine, server): never the agent's fault
     REFERENCE_BROKEN = "reference_broken"  # a row's session whose reference never reaches green
+    # Not run: a time-boxed evaluation (HarnessEval's budget_s) ran out before the episode started
+    # its sandbox. Nothing of the agent's was judged, so it is in no denominator, and a rerun runs it.
+    SKIPPED_BUDGET = "skipped_budget"
 
 
 STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
-EXCLUDED = (Status.REFERENCE_BROKEN.value, Status.INFRA_ERROR.value)  # in no denominator
-NON_TERMINAL = frozenset({Status.INFRA_ERROR.value})  # retried by the next run of the same command
+# In no denominator: the session cannot be scored, or the episode did not run (to the end).
+EXCLUDED = (
+    Status.REFERENCE_BROKEN.value,
+    Status.INFRA_ERROR.value,
+    Status.SKIPPED_BUDGET.value,
+)
+# Retried by the next run of the same command; a run holding one is not complete.
+NON_TERMINAL = frozenset({Status.INFRA_ERROR.value, Status.SKIPPED_BUDGET.value})
 
 
 class Row(TypedDict, total=False):
@@ -89,7 +98,7 @@ class Summary(TypedDict, total=False):
     suite: str
     samples: int
     out: str
-    complete: bool  # every job has a terminal row (no infra_error left)
+    complete: bool  # every job has a terminal row (no infra_error or skipped_budget left)
     agents: dict[str, dict[str, Any]]
 
 

@@ -21,7 +21,7 @@ from harness.agents import AgentContext, from_spec
 from harness.errors import InputError
 from harness.executors import Batch, ShippedFolder
 from harness.loop import preflight, run_episode
-from harness.records import SCHEMA_VERSION
+from harness.records import NON_TERMINAL, SCHEMA_VERSION
 from harness.results import ResultStore, cache_key, write_json_atomic
 from harness.runner import at_least_one
 from harness.sessions import Session, Suite, load_suite
@@ -42,6 +42,7 @@ class SessionKind:
         "invalid_actions",
         "tamper_rate",
         "n_infra_error",
+        "n_skipped_budget",
         "reference_broken",
     )
 
@@ -336,7 +337,8 @@ def _run(
             spec: _agent_summary([r for r in rows if r["agent"] == spec], k=k, ks=pass_ks(samples))
             for spec in [a.spec for a in agent_objs]
         },
-        "complete": all(r.get("status") != "infra_error" for r in rows) and len(rows) == len(keys),
+        "complete": all(r.get("status") not in NON_TERMINAL for r in rows)
+        and len(rows) == len(keys),
     }
     write_json_atomic(store.dir / "summary.json", summary)
     return summary

@@ -18,15 +18,19 @@ def grid(heads: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def session_table(summary: dict[str, Any]) -> str:
-    """The short comparison table printed after a run."""
+    """The short comparison table printed after a run. A ``skipped`` column (episodes a time
+    budget kept from starting) appears only when some agent has one: a plain run never does."""
     k = summary["k"]
+    agents = summary["agents"]
+    skipped = any(m.get("n_skipped_budget") for m in agents.values())
     heads = (
         ["agent"]
         + [f"PA@{j}" for j in range(1, k + 1)]
         + ["pass@1", "steps→green", "path@k", "cursor px", "invalid", "tamper", "infra", "broken"]
+        + (["skipped"] if skipped else [])
     )
     lines = []
-    for spec, m in summary["agents"].items():
+    for spec, m in agents.items():
         lines.append(
             [spec]
             + [_fmt(m["path_accuracy"].get(j)) for j in range(1, k + 1)]
@@ -40,6 +44,7 @@ def session_table(summary: dict[str, Any]) -> str:
                 str(m["n_infra_error"]),
                 str(len(m["reference_broken"])),
             ]
+            + ([str(m.get("n_skipped_budget", 0))] if skipped else [])
         )
     out = [
         f"suite {summary['suite']}: {summary['n_sessions']} sessions, k={k}, max_steps={summary['max_steps']}, "
@@ -48,6 +53,10 @@ def session_table(summary: dict[str, Any]) -> str:
     out += grid(heads, lines)
     out.append(
         f"rows: {summary['out']}/results.jsonl"
-        + ("" if summary["complete"] else "  (INCOMPLETE: infra errors; rerun to retry them)")
+        + (
+            ""
+            if summary["complete"]
+            else "  (INCOMPLETE: infra errors or skipped episodes; rerun to retry them)"
+        )
     )
     return "\n".join(out)

@@ -24,6 +24,7 @@ STATUS_COLOURS = {
     "tampered": "#6a1b9a",
     "infra_error": "#546e7a",
     "reference_broken": "#b0bec5",
+    "skipped_budget": "#eceff1",
 }
 
 

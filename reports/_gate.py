@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import InputError
+from harness.records import NON_TERMINAL
 from reports import _stats
 from reports._compare import arm_metrics, pass_at, session_values
 from reports._load import STATUSES, load
@@ -165,7 +166,9 @@ class RuleResult:
 class SessionResult:
     agent: str
     session_id: str
-    status: str  # passed | failed | skipped (reference_broken) | error (infra_error)
+    status: (
+        str  # passed | failed | skipped (reference_broken) | error (infra_error, skipped_budget)
+    )
     passed: int
     samples: int
     message: str
@@ -273,11 +276,13 @@ def gate(
 
 def _incomplete(df: pd.DataFrame, arm: str, what: str) -> list[str]:
     out = []
-    n = int((df.loc[df["arm"] == arm, "status"] == "infra_error").sum())
-    if n:
-        out.append(
-            f"the {what} run has {n} infra_error row(s) for {arm}; rerun `etai run` to retry them"
-        )
+    statuses = df.loc[df["arm"] == arm, "status"].astype(str)
+    for status in sorted(NON_TERMINAL):  # not run to the end: a rerun runs them
+        n = int((statuses == status).sum())
+        if n:
+            out.append(
+                f"the {what} run has {n} {status} row(s) for {arm}; rerun `etai run` to retry them"
+            )
     run_labels = set(df.loc[df["arm"] == arm, "run"])
     for info in df.attrs["runs"]:
         if info["label"] in run_labels and not info["has_summary"]:
@@ -329,7 +334,7 @@ def _sessions(rows: pd.DataFrame, arm: str) -> list[SessionResult]:
         statuses = g["status"].astype(str).tolist()
         valid = g[g["valid"]]
         n_pass = int(valid["passed"].sum())
-        if "infra_error" in statuses:
+        if NON_TERMINAL.intersection(statuses):  # not run to the end: no verdict either way
             status = "error"
         elif valid.empty:
             status = "skipped"

@@ -19,7 +19,7 @@ import pandas as pd
 
 from harness import metrics
 from harness.errors import InputError
-from harness.records import STATUSES
+from harness.records import NON_TERMINAL, STATUSES
 
 _STEP = re.compile(r"^ba(\d+)$")
 _STEP_SUFFIX = re.compile(r"-ba\d+$")
@@ -168,7 +168,8 @@ def load(paths: str | Path | Iterable[str | Path], *, allow_mismatch: bool = Fal
         samples = int(summary["samples"]) if summary else int(ep["sample"].max()) + 1
         k = int(summary["k"]) if summary else int(ep["k"].max())
         complete = (
-            bool(summary and summary.get("complete")) and not (ep["status"] == "infra_error").any()
+            bool(summary and summary.get("complete"))
+            and not ep["status"].isin(list(NON_TERMINAL)).any()
         )
         infos.append(
             RunInfo(

@@ -182,6 +182,7 @@ def sections(c: Comparison) -> list[Section]:
         text=[
             (
                 "Every episode by status. tampered is never a pass; infra_error rows are retried by a rerun; "
+                "skipped_budget episodes never ran (a time-boxed evaluation ran out first; in no denominator); "
                 "reference_broken sessions are ones whose own reference does not reach green."
             )
         ],

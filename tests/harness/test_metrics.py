@@ -154,6 +154,20 @@ def test_summarize_reports_broken_and_infra_separately():
     assert s["reference_broken"] == ["e"] and s["n_infra_error"] == 1
     assert s["status_counts"] == {"failed": 1, "infra_error": 1, "passed": 3, "reference_broken": 1}
     assert s["pass_at_k"] == {1: 0.75}
+    assert s["n_skipped_budget"] == 0
+
+
+def test_skipped_budget_rows_are_counted_and_in_no_denominator():
+    """Episodes a time budget kept from starting never ran: every rate is over the rows that did
+    (a, b, c, d as above), and the count is reported. Counted as failures they would halve PA."""
+    rows = [*ROWS, *(row(f"s{i}", "skipped_budget", n_invalid=0) for i in range(4))]
+    s = metrics.summarize(rows, k=3)
+    assert s["n_rows"] == 10 and s["n_valid"] == 4 and s["n_skipped_budget"] == 4
+    assert s["n_infra_error"] == 1 and s["status_counts"]["skipped_budget"] == 4
+    assert s["path_accuracy"] == {1: 0.25, 2: 0.5, 3: 0.75}
+    assert s["pass_at_k"] == {1: 0.75} and s["tamper_rate"] == 0.0
+    only_skipped = metrics.summarize([row("x", "skipped_budget")], k=1)
+    assert only_skipped["path_accuracy"] == {1: None} and only_skipped["pass_at_k"] == {}
 
 
 # --- what the mutation run (scripts/mutation, #12) showed untested ----------------------------
@@ -316,6 +330,7 @@ def test_summarize_every_field_by_hand():
         "n_valid": 2,
         "reference_broken": [],
         "n_infra_error": 1,
+        "n_skipped_budget": 0,
         "status_counts": {"infra_error": 1, "passed": 1, "tampered": 1},
         "path_accuracy": {1: 0.5},
         "steps_to_green": {"n": 1, "mean": 1.0, "median": 1},
@@ -340,7 +355,9 @@ def test_summarize_every_field_by_hand():
 
 # --- properties over wide inputs (hypothesis) -----------------------------------------------
 
-STATUSES = st.sampled_from(["passed", "failed", "tampered", "reference_broken", "infra_error"])
+STATUSES = st.sampled_from(
+    ["passed", "failed", "tampered", "reference_broken", "infra_error", "skipped_budget"]
+)
 
 
 def brute_lcs(a, b) -> int:
@@ -420,7 +437,8 @@ def test_path_accuracy_is_a_monotone_share(spec, k):
     rows = [row(f"s{i}", status, stg) for i, (status, stg) in enumerate(spec)]
     got = metrics.path_accuracy(rows, k)
     assert sorted(got) == list(range(1, k + 1))
-    counted = [stg for status, stg in spec if status not in ("reference_broken", "infra_error")]
+    excluded = ("reference_broken", "infra_error", "skipped_budget")
+    counted = [stg for status, stg in spec if status not in excluded]
     if not counted:
         assert set(got.values()) == {None}
         return

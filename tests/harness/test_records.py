@@ -20,10 +20,23 @@ def test_one_status_enum_serves_sandboxes_rows_and_reports():
     assert sandbox.Status is Status
     assert STATUSES == tuple(s.value for s in Status) == (
         "passed", "failed", "timeout", "memory_limit", "output_limit", "invalid_action", "tampered",
-        "infra_error", "reference_broken",
+        "infra_error", "reference_broken", "skipped_budget",
     )  # fmt: skip
-    assert metrics.EXCLUDED == ("reference_broken", "infra_error")
-    assert records.NON_TERMINAL == {"infra_error"}
+    assert metrics.EXCLUDED == ("reference_broken", "infra_error", "skipped_budget")
+    assert records.NON_TERMINAL == {"infra_error", "skipped_budget"}
+
+
+def test_a_skipped_budget_row_is_not_run_work_that_a_rerun_replaces(tmp_path):
+    """An episode a time budget kept from starting is no verdict: the next run's row replaces it,
+    as an infra_error row is replaced, and a terminal row is never replaced by one."""
+    store = ResultStore(tmp_path)
+    store.append({"cache_key": "a", "status": "skipped_budget", "reason": "not started"})
+    assert not store.has("a")  # a rerun runs it
+    store.append({"cache_key": "a", "status": "failed"})
+    store.append({"cache_key": "b", "status": "passed"})
+    store.append({"cache_key": "b", "status": "skipped_budget"})
+    got = {r["cache_key"]: r["status"] for r in ResultStore(tmp_path).rows(["a", "b"])}
+    assert got == {"a": "failed", "b": "passed"}
 
 
 def test_append_stamps_the_schema_version_and_refuses_malformed_rows(tmp_path):

@@ -47,9 +47,7 @@ def test_metrics_by_hand(tmp_path, make_run, make_row):
     # B: the infra_error row is in no denominator.
     assert b["n_valid"] == 3 and b["pass@1"]["value"] == pytest.approx(1 / 3)
     assert b["status_counts"]["infra_error"] == 1
-    assert (
-        c.statuses.loc["A", "tampered"] == 1 and list(c.statuses.columns)[-1] == "reference_broken"
-    )
+    assert c.statuses.loc["A", "tampered"] == 1 and list(c.statuses.columns)[-1] == "skipped_budget"
     assert c.steps_to_green.loc["A"].to_dict() == {
         "1": 1,
         "2": 0,

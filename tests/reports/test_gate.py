@@ -99,6 +99,18 @@ def test_exit_3_when_the_run_is_incomplete(tmp_path, make_run, make_row, capsys)
     assert _gate(unfinished, "--rule", "pass@1>=0.5") == 3
 
 
+def test_exit_3_when_the_budget_skipped_episodes(tmp_path, make_run, make_row, capsys):
+    """A time-boxed evaluation that left episodes unstarted is no finished run to gate on."""
+    run = make_run(
+        tmp_path / "r",
+        [make_row("s1", "m", "passed", steps_to_green=1), make_row("s2", "m", "skipped_budget")],
+    )
+    junit = tmp_path / "g.xml"
+    assert _gate(run, "--rule", "pass@1>=0.5", "--junit", junit) == 3
+    assert "1 skipped_budget row(s)" in capsys.readouterr().out
+    assert JUnitXml.fromfile(str(junit)).errors == 2  # "run complete" and the unstarted session
+
+
 def test_junit_counts(tmp_path, make_run, make_row):
     junit, md, js = (
         tmp_path / "out" / "g.xml",

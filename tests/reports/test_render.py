@@ -75,6 +75,7 @@ def _every_section(out: Path) -> str:
         "tampered",
         "infra_error",
         "reference_broken",
+        "skipped_budget",
     ):
         assert f"<th>{status}</th>" in page
     return md
