@@ -6,28 +6,35 @@ HarnessEval runs on every rank and never raises into the trainer:
 1. Due? ``create_interval_scheduler(interval, checkpoint_events=False)``: on ``BATCH_END`` for
    ``ba``/``sp``/``tok``/``dur`` intervals, ``EPOCH_END`` for ``ep``, and once more at
    ``FIT_END`` unless the last batch was just evaluated. Every rank decides the same.
-2. Under FSDP every rank takes part in gathering the full weights (collective); rank 0 rebuilds a
-   plain copy and alone generates and drives the sandboxes for every session, while the other
-   ranks wait in ``broadcast_object_list`` (the wait must stay under ``train.dist_timeout``).
-3. Without FSDP (DDP, or one process) every rank holds the whole model, so the evaluation is
-   sharded: rank r evaluates sessions r, r+W, ... (``harness.run`` with the agent
-   ``hfmem:<run>-ba<N>``, eval mode under ``no_grad``, train mode restored after) in
-   ``ba<N>/rank<r>/``; the rows are gathered (``all_gather_object``, which every rank reaches
-   whatever happened to its shard) and rank 0 writes them and one summary to ``ba<N>/``.
-4. The metrics (computed from the rows with ``harness.metrics.summarize``) are broadcast from
+2. The evaluation is sharded: rank r evaluates sessions r, r+W, ... (``harness.run`` with the
+   agent ``hfmem:<run>-ba<N>``, eval mode under ``no_grad``, train mode restored after) in
+   ``ba<N>/rank<r>/``. Without FSDP every rank holds the whole model. Under FSDP a forward is a
+   collective, so every rank generates in rounds with all the others (``finetune.lockstep``): a
+   rank with nothing to generate, or whose shard is done, pads the round with a dummy generation
+   until every rank is done. The rows are gathered (``all_gather_object``, which every rank
+   reaches whatever happened to its shard) and rank 0 writes them and one summary to ``ba<N>/``.
+   One process: no rank folder.
+3. The metrics (computed from the rows with ``harness.metrics.summarize``) are broadcast from
    rank 0 and logged on every rank (the destinations filter by rank). Any exception, on any
    rank, becomes ``harness/error = 1`` and a warning.
 
-The time budget (``budget_s``, from the evaluation's start: gathering, image, preflight, rollouts)
-is enforced by the agent (``harness.agents.hf``): past it, an episode not yet started never starts
-its sandbox, and a running one stops at its next generation; at most the verification already
-under way finishes. Both end as ``infra_error`` rows (in no denominator, retried by a rerun) and
-are counted as ``harness/skipped_budget`` and ``harness/stopped_budget``; ``harness/complete``
-is 0. Budget spent before the harness starts: no run, every session skipped. The image and the
-preflight are cached on the machine after the first evaluation; a cold first one is not cut
-short. Results go to
+The time budget (``budget_s``, from the evaluation's start: image, preflight, rollouts) is
+enforced by the agent (``harness.agents.hf``): past it, an episode not yet started never starts
+its sandbox (a ``skipped_budget`` row: not run), and a running one stops at its next generation
+(an ``infra_error`` row); at most the verification already under way finishes. Both are in no
+denominator, are retried by a rerun, and are counted as ``harness/skipped_budget`` and
+``harness/stopped_budget``; ``harness/complete`` is 0. The image and the preflight are cached on
+the machine after the first evaluation; a cold first one is not cut short. Results go to
 ``<out>/harness-eval/ba<N>/`` (``results.jsonl``, ``summary.json``); ``out`` defaults to the
 save folder, else ``runs/<run_name>``.
+
+``mode: async`` (``finetune.async_eval``): at the interval the checkpoint is exported to
+``harness-eval/hf-ba<N>/`` (every rank takes part) and rank 0 starts ``async_command`` (default:
+``etai run --agent hf:{folder}`` with the same sessions and options, into ``ba<N>/``); training
+goes on. Its metrics are logged by rank 0 against batch N when it has ended (checked at every
+batch end), and fit end waits for the outstanding ones up to ``async_wait_s`` (then kills them:
+``harness/error``). While ``async_max_running`` are running an interval is skipped
+(``harness/async_skipped``). ``budget_s`` does not apply to the process.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from composer import Callback, Event
 from composer.utils import dist
 
 from finetune.errors import ConfigError
+from harness.etai_format import DEFAULT_MAX_RESULT_CHARS
 
 log = logging.getLogger(__name__)
 KEY = "callbacks.harness_eval"
@@ -69,10 +77,16 @@ class HarnessEval(Callback):
         max_result_chars: int | None = None,
         sandbox: str = "docker",
         allow_overlap: bool = False,
+        mode: str = "sync",
+        async_command: str | None = None,
+        async_wait_s: float = 1800.0,
+        async_max_running: int = 1,
+        keep_exports: bool = False,
     ):
         from composer.utils.misc import create_interval_scheduler
 
         self.interval = _interval(interval)
+        self.suite_arg = str(suite)  # as given: the asynchronous command passes it on
         self.suite, self.session_ids = _suite(suite, sessions)
         k = int(k or self.suite.defaults.get("k", 3))
         max_steps = int(max_steps or self.suite.defaults.get("max_steps", 10))
@@ -100,11 +114,58 @@ class HarnessEval(Callback):
             final_events={Event.FIT_END},
         )
         self.last: dict[str, float] = {}  # the latest metrics; checkpointed with the callback
+        self.rounds = (0, 0)  # FSDP: the last evaluation's generation rounds, and padded ones
+        self._async = self._async_mode(
+            mode, async_command, async_wait_s, async_max_running, keep_exports
+        )
+
+    def _async_mode(
+        self, mode: str, command: str | None, wait_s: float, max_running: int, keep: bool
+    ) -> Any:
+        """None for ``mode: sync``; for ``async``, the processes' keeper (see async_eval)."""
+        from finetune import async_eval
+
+        if mode not in ("sync", "async"):
+            raise ConfigError(f"{KEY}.mode", f"expected sync or async, got {mode!r}")
+        if mode == "sync":
+            if command is not None:
+                raise ConfigError(f"{KEY}.async_command", "only with mode: async")
+            return None
+        if not wait_s > 0 or max_running < 1:
+            raise ConfigError(
+                f"{KEY}.async_wait_s", "async_wait_s and async_max_running must be positive"
+            )
+        self.async_command = command or async_eval.DEFAULT_COMMAND
+        self.async_wait_s = float(wait_s)
+        # Every placeholder is checked now (exit 2), not at the first interval.
+        dummy = async_eval.values_of(self, folder=Path("F"), out=Path("O"), batch=0)
+        async_eval.render(self.async_command, dummy)
+        return async_eval.AsyncEvals(
+            self.async_command,
+            metrics_of=lambda rows: _metrics(rows, k=self.k, n=self._n_sessions()),
+            keep_exports=bool(keep),
+            max_running=int(max_running),
+        )
+
+    @property
+    def is_async(self) -> bool:
+        return self._async is not None
+
+    def _n_sessions(self) -> int:
+        return len(self.session_ids or self.suite.sessions)
 
     # ------------------------------------------------------------------------------ Composer
     def run_event(self, event: Event, state: Any, logger: Any) -> None:
+        if self._async is not None and event in (Event.BATCH_END, Event.FIT_END):
+            self._log_async(logger, self._async.collect())  # those that ended since the last batch
         if event in _EVENTS and self._due(state, event):
             self.evaluate(state, logger)
+        if self._async is not None and event == Event.FIT_END:
+            self._log_async(logger, self._async.collect(wait_s=self.async_wait_s))
+
+    def close(self, state: Any, logger: Any) -> None:
+        if self._async is not None:
+            self._async.close()  # a run that ended without FIT_END leaves no evaluation running
 
     def state_dict(self) -> dict[str, Any]:
         return {"last": dict(self.last)}
@@ -114,7 +175,10 @@ class HarnessEval(Callback):
 
     # ------------------------------------------------------------------------------ evaluation
     def evaluate(self, state: Any, logger: Any) -> dict[str, float]:
-        """One evaluation at the current batch; every rank must call it. Returns the metrics."""
+        """One evaluation at the current batch; every rank must call it. Returns the metrics
+        (asynchronous mode: those of the start, ``harness/export_seconds``)."""
+        if self._async is not None:
+            return self._start_async(state, logger)
         start = time.monotonic()
         batch = int(state.timestamp.batch)
         metrics: dict[str, float] | None = None
@@ -135,97 +199,112 @@ class HarnessEval(Callback):
         logger.log_metrics(self.last)
         return self.last
 
+    def _root(self, state: Any) -> Path:
+        return (self.out or Path("runs") / state.run_name) / "harness-eval"
+
     def _evaluate(self, state: Any, batch: int, start: float) -> dict[str, float] | None:
-        from finetune.export import agent_model, gathered_state, is_fsdp
+        from finetune.export import agent_model, is_fsdp
 
         model = agent_model(state)
         fsdp = is_fsdp(model)
-        # Collective under FSDP: every rank gathers before rank 0 goes off on its own.
-        full = gathered_state(model) if fsdp else None
         rank, world = dist.get_global_rank(), dist.get_world_size()
         ids = self.session_ids or tuple(s.session_id for s in self.suite.sessions)
-        out = (self.out or Path("runs") / state.run_name) / "harness-eval" / f"ba{batch}"
-        if fsdp or world == 1:
-            # Only rank 0 holds a full copy (gathered above): it evaluates every session.
-            if rank != 0:
-                return None
-            rows, skipped = self._shard(state, model, full, batch, start, ids, out)
-        else:
-            # Every rank holds a full replica (DDP, or no wrapper): each evaluates its share in
-            # its own folder; rank 0 merges. Every rank reaches the gather, whatever happened.
-            try:
-                mine = self._shard(
-                    state, model, None, batch, start, ids[rank::world], out / f"rank{rank}"
-                )
-                part: tuple = (*mine, None)
-            except Exception as e:  # noqa: BLE001 - reported by rank 0 as harness/error
-                part = ([], 0, f"rank {rank}: {type(e).__name__}: {e}")
-            parts = dist.all_gather_object(part)
-            if rank != 0:
-                return None
-            failed = [error for _, _, error in parts if error]
-            if failed:
-                raise RuntimeError("; ".join(failed))
-            rows = [row for shard, _, _ in parts for row in shard]
-            skipped = sum(n for _, n, _ in parts)
-            _write_merged(out, rows, k=self.k)
-        return _metrics(rows, k=self.k, n=len(ids), skipped_before=skipped)
+        out = self._root(state) / f"ba{batch}"
+        if world == 1:
+            rows, skipped = self._shard(state, model, fsdp, batch, start, ids, out)
+            return _metrics(rows, k=self.k, n=len(ids), skipped_before=skipped)
+        # Every rank evaluates its share (rank r: sessions r, r+W, ...) in its own folder: with a
+        # full replica (DDP), or taking part in every forward (FSDP, in lockstep). Every rank
+        # reaches the gather whatever happened to its shard; rank 0 merges.
+        try:
+            mine = self._shard(
+                state, model, fsdp, batch, start, ids[rank::world], out / f"rank{rank}"
+            )
+            part: tuple = (*mine, None)
+        except Exception as e:  # noqa: BLE001 - reported by rank 0 as harness/error
+            part = ([], 0, f"rank {rank}: {type(e).__name__}: {e}")
+        parts = dist.all_gather_object(part)
+        if rank != 0:
+            return None
+        failed = [error for _, _, error in parts if error]
+        if failed:
+            raise RuntimeError("; ".join(failed))
+        rows = [row for shard, _, _ in parts for row in shard]
+        _write_merged(out, rows, k=self.k)
+        return _metrics(rows, k=self.k, n=len(ids), skipped_before=sum(n for _, n, _ in parts))
 
     def _shard(
         self,
         state: Any,
         model: Any,
-        full: Any,
+        fsdp: bool,
         batch: int,
         start: float,
         ids: Sequence[str],
         out: Path,
     ) -> tuple[list[dict[str, Any]], int]:
         """This process's rows for ``ids`` in ``out``, and how many sessions the budget skipped
-        before anything started."""
+        before anything started. Under FSDP a rank with nothing (left) to evaluate still serves
+        every generation round until all ranks are done."""
         import torch
         from composer.core.precision import get_precision_context
 
-        from finetune.export import plain_lm
         from harness.results import read_rows
 
-        if not ids:
-            return [], 0
-        if time.monotonic() > start + self.budget_s:  # spent gathering: nothing starts
-            return [], len(ids)
-        lm = plain_lm(model, full, merge_lora=False)
+        spent = time.monotonic() > start + self.budget_s  # spent gathering: nothing starts
+        if not fsdp and (spent or not ids):
+            return [], len(ids) if spent else 0
+        lm = model.lm
+        if fsdp and hasattr(lm, "merge_and_unload"):
+            raise NotImplementedError("evaluating a LoRA model under FSDP is not supported")
+        name = f"{state.run_name}-ba{batch}"
         was_training = model.training
         model.eval()
-        lm.eval()
         try:
-            with torch.no_grad(), get_precision_context(state.precision):
-                spec = self._run(state, lm, model.tokenizer, batch, start, ids, out)
+            with torch.no_grad(), get_precision_context(state.precision), _full_root(lm, fsdp):
+                fingerprint = _weights_fingerprint(lm, name, summed_over_ranks=fsdp)
+
+                def run(lockstep: Any = None) -> str | None:
+                    if spent or not ids:
+                        return None
+                    tok = model.tokenizer
+                    return self._run(lm, tok, name, fingerprint, start, ids, out, lockstep)
+
+                if fsdp:
+                    lockstep = _lockstep(lm, model.tokenizer)
+                    spec = lockstep.drive(lambda: run(lockstep))
+                    self.rounds = (lockstep.rounds, lockstep.padded)
+                else:
+                    spec = run()
         finally:
             model.train(was_training)
+        if spec is None:
+            return [], len(ids) if spent else 0
         rows = read_rows(out / "results.jsonl")
         return [r for r in rows if r["agent"] == spec and r["session_id"] in set(ids)], 0
 
     def _run(
         self,
-        state: Any,
         lm: Any,
         tokenizer: Any,
-        batch: int,
+        name: str,
+        fingerprint: str,
         start: float,
         ids: Sequence[str],
         out: Path,
+        lockstep: Any = None,
     ) -> str:
         import harness
         from harness.agents.hf import live_model
 
-        name = f"{state.run_name}-ba{batch}"
         with live_model(
             name,
             lm,
             tokenizer,
-            fingerprint=_weights_fingerprint(lm, name),
+            fingerprint=fingerprint,
             max_result_chars=self.max_result_chars,
             deadline=start + self.budget_s,
+            lockstep=lockstep,
         ) as spec:
             harness.run(
                 self.suite,
@@ -240,6 +319,50 @@ class HarnessEval(Callback):
                 session_ids=list(ids),
             )
         return spec
+
+    # ------------------------------------------------------------------------------ asynchronous
+    def _start_async(self, state: Any, logger: Any) -> dict[str, float]:
+        """Export (every rank) and start the evaluation process (rank 0); training goes on."""
+        from finetune import async_eval
+        from finetune.export import export_hf
+
+        assert self._async is not None
+        start = time.monotonic()
+        batch = int(state.timestamp.batch)
+        busy = [self._async.busy() if dist.get_global_rank() == 0 else None]
+        dist.broadcast_object_list(busy, src=0)  # the export is collective: one decision
+        if busy[0]:
+            log.warning("harness eval at batch %d skipped: the last one is still running", batch)
+            self.last = {"harness/async_skipped": 1.0}
+            logger.log_metrics(self.last)
+            return self.last
+        root = self._root(state)
+        folder, out = root / f"hf-ba{batch}", root / f"ba{batch}"
+        metrics = {"harness/async_skipped": 0.0}
+        try:
+            if export_hf(
+                state,
+                None,
+                folder,
+                max_result_chars=self.max_result_chars or DEFAULT_MAX_RESULT_CHARS,
+                heads=False,
+            ):
+                values = async_eval.values_of(self, folder=folder, out=out, batch=batch)
+                argv = async_eval.render(self.async_command, values)
+                self._async.launch(argv, batch=batch, folder=folder, out=out)
+        except Exception as e:  # noqa: BLE001 - the trainer goes on: a broken eval is a metric
+            log.warning(
+                "harness eval at batch %d: start failed: %s: %s", batch, type(e).__name__, e
+            )
+            metrics["harness/error"] = 1.0
+        metrics["harness/export_seconds"] = time.monotonic() - start  # what training waited
+        logger.log_metrics(metrics)
+        return metrics
+
+    def _log_async(self, logger: Any, finished: Sequence[tuple[int, dict[str, float]]]) -> None:
+        for batch, metrics in finished:
+            self.last = dict(metrics)
+            logger.log_metrics(metrics, step=batch)  # against the batch the checkpoint is of
 
 
 class ExportHF(Callback):
@@ -317,14 +440,59 @@ def _generation(options: Mapping[str, Any] | None) -> dict[str, Any]:
     return options
 
 
-def _weights_fingerprint(lm: Any, name: str) -> str:
+def _weights_fingerprint(lm: Any, name: str, *, summed_over_ranks: bool = False) -> str:
     """Cheap and weight-dependent: a resumed run that reaches the same batch with the same weights
-    reuses its rows, with other weights it does not. One sum per tensor, no copy to the host."""
+    reuses its rows, with other weights it does not. One sum per tensor, no copy to the host.
+    ``summed_over_ranks`` (FSDP, collective): each rank holds shards, so one total over all ranks
+    makes the same fingerprint everywhere."""
     import torch
 
     with torch.no_grad():
-        sums = torch.stack([p.detach().float().sum() for p in lm.parameters()]).cpu()
+        sums = torch.stack([p.detach().float().sum() for p in lm.parameters()])
+        if summed_over_ranks:
+            sums = sums.sum().reshape(1)
+            dist.all_reduce(sums)
+        sums = sums.cpu()
     return hashlib.sha256(name.encode() + sums.numpy().tobytes()).hexdigest()[:16]
+
+
+def _full_root(lm: Any, fsdp: bool) -> Any:
+    """Under FSDP, the LM's root unit gathered (embeddings, final norm, head) for the evaluation,
+    collectively; the blocks gather their own weights in their forward. Else nothing to do."""
+    import contextlib
+
+    if not fsdp:
+        return contextlib.nullcontext()
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    return FullyShardedDataParallel.summon_full_params(lm, recurse=False, writeback=False)
+
+
+def _lockstep(lm: Any, tokenizer: Any) -> Any:
+    """The rounds every rank generates in (finetune.lockstep); the padding is a one-token
+    generation on one token, which steps (synced_gpus) as long as the longest batch of the round."""
+    import torch
+
+    from finetune.lockstep import Lockstep
+
+    device = next(lm.parameters()).device
+    pad = next(i for i in (tokenizer.pad_token_id, tokenizer.eos_token_id, 0) if i is not None)
+
+    def dummy() -> None:
+        ids = torch.tensor([[pad]], device=device)
+        lm.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=1,
+            pad_token_id=pad,
+            do_sample=False,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+            synced_gpus=True,
+        )
+
+    return Lockstep(device, dummy)
 
 
 def _nan(value: Any) -> float:
@@ -332,12 +500,16 @@ def _nan(value: Any) -> float:
 
 
 def _budget_counts(rows: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
-    """(skipped, stopped): rows the deadline kept from starting, and rows it stopped mid-way."""
-    from harness.agents.hf import BUDGET_SPENT, NOT_STARTED
+    """(skipped, stopped): rows the deadline kept from starting (``skipped_budget``), and
+    ``infra_error`` rows it stopped mid-way (their reason says so)."""
+    from harness.agents.hf import BUDGET_SPENT
 
-    cut = [str(r.get("reason") or "") for r in rows if r.get("status") == "infra_error"]
-    skipped = sum(NOT_STARTED in reason for reason in cut)
-    return skipped, sum(BUDGET_SPENT in reason for reason in cut) - skipped
+    skipped = sum(r.get("status") == "skipped_budget" for r in rows)
+    stopped = sum(
+        r.get("status") == "infra_error" and BUDGET_SPENT in str(r.get("reason") or "")
+        for r in rows
+    )
+    return skipped, stopped
 
 
 def _write_merged(out: Path, rows: Sequence[Mapping[str, Any]], *, k: int) -> None:
@@ -367,15 +539,13 @@ def _metrics(
     agent = metrics.summarize(list(rows), k=k)
     skipped, stopped = _budget_counts(rows)
     skipped += skipped_before
-    complete = len(rows) == n and not agent["n_infra_error"]
+    complete = len(rows) == n and not agent["n_infra_error"] and not agent["n_skipped_budget"]
     out = {f"harness/path_accuracy@{j}": _nan(v) for j, v in agent["path_accuracy"].items()}
     out["harness/pass@1"] = _nan(agent["pass_at_k"].get(1))
     out["harness/steps_to_green"] = _nan(agent["steps_to_green"]["mean"])
     out["harness/invalid_actions"] = float(agent["invalid_actions"])
     out["harness/tamper_rate"] = _nan(agent.get("tamper_rate"))
-    out["harness/infra_errors"] = float(
-        agent["n_infra_error"] - (skipped - skipped_before) - stopped
-    )
+    out["harness/infra_errors"] = float(agent["n_infra_error"] - stopped)
     out["harness/skipped_budget"], out["harness/stopped_budget"] = float(skipped), float(stopped)
     out["harness/complete"] = float(complete)
     out["harness/error"] = 0.0

@@ -198,13 +198,19 @@ class SFTTrainer:
             from composer.utils import dist
 
             dist_timeout = cfg.get("train.dist_timeout", float, 300.0)
-            # Ranks 1..N wait in a collective while rank 0 evaluates; the wait must fit the timeout.
+            # Ranks wait in a collective for the slowest shard (sync), or for rank 0 waiting for
+            # its evaluation processes at fit end (async); the wait must fit the timeout.
             slack = 120.0  # one generation and one verification may run past the budget
-            if dist.get_world_size() > 1 and harness_eval.budget_s + slack > dist_timeout:
+            key, wait = (
+                ("async_wait_s", harness_eval.async_wait_s)
+                if harness_eval.is_async
+                else ("budget_s", harness_eval.budget_s)
+            )
+            if dist.get_world_size() > 1 and wait + slack > dist_timeout:
                 raise ConfigError(
-                    f"{KEY}.budget_s",
-                    f"{harness_eval.budget_s:g} s + {slack:g} s slack exceeds train.dist_timeout "
-                    f"({dist_timeout:g} s); raise train.dist_timeout or lower the budget",
+                    f"{KEY}.{key}",
+                    f"{wait:g} s + {slack:g} s slack exceeds train.dist_timeout "
+                    f"({dist_timeout:g} s); raise train.dist_timeout or lower {key}",
                 )
             out.append(harness_eval)
         folder = cfg.get("export.folder", str, None)

@@ -34,11 +34,11 @@ from harness.agents._model_common import (
     folder_settings,
     tool_names_of,
 )
-from harness.errors import InfraError, InputError
+from harness.errors import BudgetSkipped, InfraError, InputError
 from harness.etai_format import STOP_MARKERS
 
-# Row reasons of a spent deadline (HarnessEval counts them): a running episode stops at its next
-# generation; one not yet started never starts a sandbox.
+# Row reasons of a spent deadline: a running episode stops at its next generation (an infra_error
+# row); one not yet started never starts a sandbox (a skipped_budget row).
 BUDGET_SPENT = "the evaluation's time budget is spent"
 NOT_STARTED = "episode not started"
 _UNBOUNDED_CONTEXT = 1_000_000  # tokenizers say model_max_length=1e30 when they do not know
@@ -55,6 +55,7 @@ class HFAgent:
         opts = dict(ctx.options)
         self.gen = Generation.from_options(opts, **_trained_with(folder))
         self.deadline: float | None = None
+        self.lockstep: Any = None
         self._load(folder, opts.get("device"))
         self._start_batcher(opts, folder.name)
 
@@ -69,18 +70,24 @@ class HFAgent:
         fingerprint: str,
         max_result_chars: int | None = None,
         deadline: float | None = None,
+        lockstep: Any = None,
     ) -> HFAgent:
         """An agent over a live causal LM (a PreTrainedModel or a peft model) and its tokenizer.
 
         ``deadline`` (``time.monotonic()``): generation requests after it fail as InfraError, so a
         caller with a time budget gets every remaining row quickly instead of waiting for them.
+        ``lockstep``: a model sharded across processes (FSDP), whose forward is a collective. Its
+        ``run(call)`` runs ``call`` where every process's generations meet (in rounds, padded
+        by the processes with nothing to generate; finetune.lockstep) and returns the result;
+        ``generate`` then runs with ``synced_gpus=True`` so that a process whose rows ended
+        early keeps stepping until every process's rows have.
         """
         self = cls.__new__(cls)
         self.spec, self.folder, self.fingerprint = spec, None, fingerprint
         opts = dict(ctx.options)
         trained = {} if max_result_chars is None else {"max_result_chars": int(max_result_chars)}
         self.gen = Generation.from_options(opts, **trained)
-        self.deadline = deadline
+        self.deadline, self.lockstep = deadline, lockstep
         self.model, self.tokenizer = model, tokenizer
         self.device = str(next(model.parameters()).device)
         self._configure()
@@ -134,9 +141,9 @@ class HFAgent:
 
     def check_available(self) -> None:
         """Asked by the loop before it starts an episode's sandbox: past the deadline, an episode
-        that has not started costs nothing (its row says NOT_STARTED)."""
+        that has not started costs nothing (a ``skipped_budget`` row whose reason says NOT_STARTED)."""
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise InfraError(f"{self.spec}: {BUDGET_SPENT}; {NOT_STARTED}")
+            raise BudgetSkipped(f"{self.spec}: {BUDGET_SPENT}; {NOT_STARTED}")
 
     def complete(self, prompt: str, seed: int) -> str:
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -196,8 +203,15 @@ class HFAgent:
             kwargs.update(stop_strings=list(STOP_MARKERS), tokenizer=self.tokenizer)
             if self.eos_ids:
                 kwargs["eos_token_id"] = sorted(self.eos_ids)
-        with torch.inference_mode():
-            out = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
+        if self.lockstep is not None:
+            out = self.lockstep.run(
+                lambda: self.model.generate(
+                    input_ids=ids, attention_mask=mask, synced_gpus=True, **kwargs
+                )
+            )
+        else:
+            with torch.inference_mode():
+                out = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
         return [self._decode(row[width:].tolist()) for row in out]
 
     def _decode(self, new: list[int]) -> str:
@@ -270,6 +284,7 @@ def live_model(
     fingerprint: str,
     max_result_chars: int | None = None,
     deadline: float | None = None,
+    lockstep: Any = None,
 ) -> Iterator[str]:
     """Make ``model`` reachable as the agent spec ``hfmem:NAME`` inside the block; yields the spec.
 
@@ -285,6 +300,7 @@ def live_model(
         "fingerprint": fingerprint,
         "max_result_chars": max_result_chars,
         "deadline": deadline,
+        "lockstep": lockstep,
     }
     try:
         yield f"hfmem:{name}"

@@ -45,11 +45,17 @@ def report(trainer, probe: Probe) -> dict:
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper
     from torch.distributed.fsdp import FullyShardedDataParallel
 
+    from finetune.callbacks import HarnessEval
+
     memory = next(d for d in trainer.logger.destinations if isinstance(d, InMemoryLogger))
     model = trainer.state.model
     lm = model.lm
     params = {p.device.type for p in model.parameters()}
+    evals = [cb for cb in trainer.state.callbacks if isinstance(cb, HarnessEval)]
     return {
+        # with callbacks.harness_eval: the last evaluation's rounds and padded rounds, metrics
+        "harness_rounds": list(evals[0].rounds) if evals else None,
+        "harness": evals[0].last if evals else None,
         "lm_fsdp_units": sum(isinstance(m, FullyShardedDataParallel) for m in lm.modules()),
         "checkpointed": sorted(
             type(m._checkpoint_wrapped_module).__name__

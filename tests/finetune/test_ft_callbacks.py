@@ -171,7 +171,7 @@ def test_exported_folder_runs_through_the_harness(tmp_path, tiny_overrides):
 
 
 @pytest.mark.docker
-def test_spent_budget_ends_the_rows_as_infra_errors_not_a_hang(tmp_path, tiny_overrides):
+def test_spent_budget_skips_every_session_not_a_hang(tmp_path, tiny_overrides):
     spent = EVAL.replace("budget_s: 120", "budget_s: 0.001")
     overrides = _quick(tmp_path, tiny_overrides, callbacks__harness_eval=spent)
     trainer = train(TINY_CONFIG, [*overrides, "train.max_duration=2ba"])
