@@ -35,6 +35,8 @@ SCHEMA: dict[str, set[str] | None] = {
         "pairs",
         "split",
         "rollouts",
+        "reward_rollouts",
+        "reward_range",
         "shuffle",
         "num_workers",
     },

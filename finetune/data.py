@@ -29,7 +29,7 @@ EXAMPLE_COLUMNS = {
     "tool_pos": "ndarray:int32",
     "tool_label": "ndarray:int32",
     "reward_pos": "ndarray:int32",
-    "reward_label": "ndarray:int32",
+    "reward_label": "ndarray:float32",  # a step's 1/0, or a rollout's target (finetune.outcomes)
     "cursor_pos": "int",
     "cursor_xy": "ndarray:float32",
     "placement": "int",
@@ -147,8 +147,9 @@ def collate_examples(records: Sequence[dict[str, Any]], pad_id: int) -> dict[str
         "truncated",
     ):
         batch[key] = _scalars(records, key)
-    for key in ("tool_pos", "tool_label", "reward_pos", "reward_label"):
+    for key in ("tool_pos", "tool_label", "reward_pos"):
         batch[key] = _pad([r[key] for r in records], MISSING)
+    batch["reward_label"] = _pad([r["reward_label"] for r in records], MISSING, dtype=torch.float32)
     return batch
 
 

@@ -44,7 +44,9 @@ class Example:
     tool_pos: tuple[int, ...]
     tool_label: tuple[int, ...]
     reward_pos: tuple[int, ...]
-    reward_label: tuple[int, ...]  # 1 the step's execution succeeded, 0 failed, MISSING unknown
+    # 1 the step's execution succeeded, 0 failed, MISSING unknown; a rollout's outcome in [0, 1]
+    # for every step instead (finetune.outcomes)
+    reward_label: tuple[float, ...]
     cursor_pos: int
     cursor_xy: tuple[float, float]  # target in pixels (DESIGN.md §4)
     placement: int  # index in PLACEMENTS or MISSING

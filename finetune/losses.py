@@ -147,6 +147,7 @@ class CompositeLoss:
     """
 
     needs_reference = False
+    trains_heads = True  # what data.reward_rollouts needs (finetune.outcomes)
 
     def __init__(self, huber_delta: float = 1.0, cursor_scale_px: float = 100.0, **weights: float):
         self.huber_delta = huber_delta
@@ -177,6 +178,7 @@ class CompositeLoss:
         parts["cursor"] = _masked_mean(huber, cursor_ok) + _classification(
             cursor[:, 2:], batch["placement"], placement_ok
         )
+        # Targets in [0, 1]: a step's success (1/0) or a rollout's scaled reward (finetune.outcomes)
         reward_ok = ((batch["reward_label"] >= 0) & (batch["reward_pos"] >= 0)).float()
         bce = F.binary_cross_entropy_with_logits(
             outputs["reward_logits"].float(),

@@ -86,7 +86,32 @@ class SFTTrainer:
             )
             for s in sessions
         ]
+        examples += self.outcome_records(tokenizer)
         self.truncation = truncation_report(examples)
+        return examples
+
+    def outcome_records(self, tokenizer: Any) -> list[Any]:
+        """``data.reward_rollouts``: every rollout of these run folders as a reward-head example,
+        its target the episode's reward (``finetune.outcomes``); none without the key."""
+        if self.cfg.get("data.reward_rollouts", (str, list), None) is None:
+            return []
+        from finetune.outcomes import DEFAULT_RANGE, outcome_examples
+        from finetune.rewards import build_reward
+
+        rows = _rollout_rows(self.cfg, "data.reward_rollouts")
+        examples = outcome_examples(
+            rows,
+            build_reward(self.cfg.section("reward")),
+            tokenizer,
+            self.max_seq_len,
+            self.max_result_chars,
+            self.cfg.get("data.reward_range", list, list(DEFAULT_RANGE)),
+        )
+        if not examples:
+            raise ConfigError(
+                "data.reward_rollouts", "no rollout with a step and a reward in these run folders"
+            )
+        log.info("reward head: %d rollouts of %d rows", len(examples), len(rows))
         return examples
 
     def collate(self, tokenizer: Any) -> Any:
@@ -131,6 +156,14 @@ class SFTTrainer:
         if getattr(loss, "paired", False) != self.paired:
             need = "dpo" if getattr(loss, "paired", False) else "sft"
             raise ConfigError("loss.name", f"loss {type(loss).__name__} needs trainer.type: {need}")
+        if self.cfg.get("data.reward_rollouts", (str, list), None) is not None and (
+            self.paired or not getattr(loss, "trains_heads", False)
+        ):
+            raise ConfigError(
+                "data.reward_rollouts",
+                f"trains the reward head: needs an unpaired trainer and a loss that trains the "
+                f"heads (composite), not {type(loss).__name__}",
+            )
         return loss
 
     def algorithms(self, loss: Any, reference: Any) -> list[Any]:
@@ -442,12 +475,12 @@ class RFTTrainer(SFTTrainer):
         return kept
 
 
-def _rollout_rows(cfg: Config) -> list[dict[str, Any]]:
+def _rollout_rows(cfg: Config, key: str = "data.rollouts") -> list[dict[str, Any]]:
     from finetune.rollouts import read_runs
 
-    value = cfg.get("data.rollouts", (str, list))
+    value = cfg.get(key, (str, list))
     folders = [value] if isinstance(value, str) else value
-    return read_runs([cfg.path_of_value(str(f), "data.rollouts") for f in folders])
+    return read_runs([cfg.path_of_value(str(f), key) for f in folders])
 
 
 def _read_jsonl(path: Path, key: str) -> list[dict[str, Any]]:
