@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import json
 import os
 import shutil
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -136,3 +140,52 @@ def image() -> str:
     from harness import image as im
 
     return im.ensure_image()
+
+
+@dataclass(frozen=True)
+class BundledRun:
+    out: Path  # the run folder: results.jsonl and summary.json
+    printed: dict  # the summary `--json` printed
+    sandboxes: int  # sandbox containers the run created
+    seconds: float
+
+
+@pytest.fixture(scope="session")
+def bundled_oracle_noop(tmp_path_factory) -> BundledRun:
+    """`etai run --suite jest-bugfix --agent oracle --agent noop --json` once per test session (about
+    a minute of sandboxes): tests/harness/test_runner.py checks its scores and resume, the report
+    and gate tests read its folder. Nobody writes to ``out``; a test that reruns copies it first.
+    Run in this process (``harness.cli.main``) so that the sandboxes it starts can be counted."""
+    from harness.cli import main
+    from harness.sandbox import _docker
+
+    out = tmp_path_factory.mktemp("runs") / "bundled"
+    made: list[str] = []
+    real = _docker.create_container
+
+    def counting(*args, **kwargs):
+        c, name = real(*args, **kwargs)
+        made.append(name)
+        return c, name
+
+    printed = io.StringIO()
+    t0 = time.monotonic()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(printed):
+        mp.setattr(_docker, "create_container", counting)
+        rc = main(
+            [
+                "run",
+                "--suite",
+                "jest-bugfix",
+                "--agent",
+                "oracle",
+                "--agent",
+                "noop",
+                "--out",
+                str(out),
+                "--json",
+                "--no-progress",
+            ]
+        )
+    assert rc == 0, printed.getvalue()[-2000:]
+    return BundledRun(out, json.loads(printed.getvalue()), len(made), time.monotonic() - t0)

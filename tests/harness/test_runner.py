@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,42 +37,30 @@ def _etai(*args: str) -> subprocess.Popen:
     )
 
 
-def test_oracle_and_noop_on_the_bundled_suite(tmp_path, capsys, sandbox_starts):
-    out = tmp_path / "run"
-    assert (
-        main(
-            [
-                "run",
-                "--suite",
-                "jest-bugfix",
-                "--agent",
-                "oracle",
-                "--agent",
-                "noop",
-                "--out",
-                str(out),
-                "--json",
-                "--no-progress",
-            ]
-        )
-        == 0
-    )
-    summary = json.loads(capsys.readouterr().out)
+def test_oracle_and_noop_on_the_bundled_suite(
+    bundled_oracle_noop, tmp_path, capsys, sandbox_starts
+):
+    # The run itself is tests/conftest.py's (once per test session: the report tests read it too).
+    summary = bundled_oracle_noop.printed
     oracle, noop = summary["agents"]["oracle"], summary["agents"]["noop"]
     # (JSON keys are strings)
     assert oracle["path_accuracy"]["3"] == 1.0 and noop["path_accuracy"]["3"] == 0.0
     assert oracle["pass_at_k"]["1"] == 1.0 and noop["pass_at_k"]["1"] == 0.0
     assert oracle["reference_broken"] == [] and noop["reference_broken"] == []
     assert oracle["cursor"]["median_px"] == 0.0  # the oracle's first edit starts where the fix goes
-    rows = read_rows(out / "results.jsonl")
+    rows = read_rows(bundled_oracle_noop.out / "results.jsonl")
     assert len(rows) == 2 * summary["n_sessions"] and all(r["cache_key"] for r in rows)
     assert (
-        json.loads((out / "summary.json").read_text())["agents"]["oracle"]["n_valid"]
+        json.loads((bundled_oracle_noop.out / "summary.json").read_text())["agents"]["oracle"][
+            "n_valid"
+        ]
         == summary["n_sessions"]
     )
     # The same command again runs nothing new (no sandbox at all) and reports the same numbers.
-    assert sandbox_starts, "the first run started sandboxes"
-    sandbox_starts.clear()
+    # It runs on a copy of the folder: the shared one stays as the run left it.
+    assert bundled_oracle_noop.sandboxes, "the first run started sandboxes"
+    out = tmp_path / "run"
+    shutil.copytree(bundled_oracle_noop.out, out)
     assert (
         main(
             [
@@ -91,7 +80,7 @@ def test_oracle_and_noop_on_the_bundled_suite(tmp_path, capsys, sandbox_starts):
         == 0
     )
     again = json.loads(capsys.readouterr().out)
-    assert again["agents"] == json.loads(json.dumps(summary["agents"]))
+    assert again["agents"] == summary["agents"]
     assert sandbox_starts == []
     assert len(read_rows(out / "results.jsonl")) == len(rows)
 

@@ -1,6 +1,7 @@
 """Run folders for the report and gate tests: real ones made once per test session by the real
-commands (`etai run` on the bundled suite, `etai train` tiny-cpu with HarnessEval on), and
-hand-built ones written in milliseconds for the unit tests."""
+commands (`etai run` on the bundled suite, shared with tests/harness/test_runner.py through
+tests/conftest.py; `etai train` tiny-cpu with HarnessEval on), and hand-built ones written in
+milliseconds for the unit tests."""
 
 from __future__ import annotations
 
@@ -19,25 +20,11 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
-def bundled_run(tmp_path_factory) -> Path:
-    """oracle and noop on the whole bundled suite: `etai run --suite jest-bugfix ...` (about a minute)."""
-    out = tmp_path_factory.mktemp("runs") / "bundled"
-    t0 = time.monotonic()
-    p = etai(
-        "run",
-        "--suite",
-        "jest-bugfix",
-        "--agent",
-        "oracle",
-        "--agent",
-        "noop",
-        "--out",
-        str(out),
-        "--no-progress",
-    )
-    TIMES["etai run (bundled suite, oracle + noop)"] = time.monotonic() - t0
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    return out
+def bundled_run(bundled_oracle_noop) -> Path:
+    """oracle and noop on the whole bundled suite (`etai run --suite jest-bugfix ...`): the run
+    tests/conftest.py makes once per test session, which tests/harness/test_runner.py checks too."""
+    TIMES["etai run (bundled suite, oracle + noop)"] = bundled_oracle_noop.seconds
+    return bundled_oracle_noop.out
 
 
 @pytest.fixture(scope="session")
