@@ -2,7 +2,9 @@
 
 The folder holds what ``save_pretrained`` writes for the causal LM alone (LoRA merged in), so any
 transformers or vLLM user can load it without ETAI code; the ETAI tokenizer with
-``ETAI_CHAT_TEMPLATE`` (a server renders exactly the trained text); ``etai.json`` with the
+``ETAI_CHAT_TEMPLATE`` (a server renders exactly the trained text), its markers saved as added
+tokens that are not special (a server's ``skip_special_tokens`` decoding keeps them) and the
+generation config ending a turn at ``<RESULT>`` / ``<TRACE_END>``; ``etai.json`` with the
 settings the prompts must be rendered with (``max_result_chars``); and the four heads plus the
 tool-failure bias in ``etai_heads.safetensors`` beside the weights (keys as in ``AgentModel``,
 e.g. ``intent_head.0.weight``, ``tool_bias``). The hf agent ignores that file; it is there so a
@@ -105,7 +107,9 @@ def export_hf(
     state = gathered_state(model)
     if state is None:
         return None
+    from finetune.tokenizer import make_servable
     from harness.agents._model_chat import ETAI_CHAT_TEMPLATE
+    from harness.etai_format import STOP_MARKERS
 
     tokenizer = tokenizer if tokenizer is not None else model.tokenizer
     lm = plain_lm(model, state, merge_lora=True)
@@ -117,13 +121,24 @@ def export_hf(
     # GPT-2 says eos 50256, outside a 512-token vocabulary).
     for cfg in (lm.config, lm.generation_config):
         cfg.pad_token_id, cfg.eos_token_id = tokenizer.pad_token_id, tokenizer.eos_token_id
-    lm.save_pretrained(str(partial), safe_serialization=True)
+    # A server generating with the folder's own settings ends the turn where the agent's turn
+    # ends: after <RESULT> (the environment speaks next) or <TRACE_END>. transformers serve 4.57
+    # cannot stop on strings (its `stop` needs a tokenizer generate is not given), and it reuses
+    # its KV cache for the next step only when the cache holds exactly the text sent back.
+    ends = _marker_ids(tokenizer, STOP_MARKERS)
+    if ends:
+        lm.generation_config.eos_token_id = [tokenizer.eos_token_id, *ends]
+    try:
+        lm.save_pretrained(str(partial), safe_serialization=True)
+    finally:  # the live model (HarnessEval generates with it) keeps a plain eos
+        lm.generation_config.eos_token_id = tokenizer.eos_token_id
     previous = tokenizer.chat_template
     tokenizer.chat_template = ETAI_CHAT_TEMPLATE
     try:
         tokenizer.save_pretrained(str(partial))
     finally:
         tokenizer.chat_template = previous  # the caller's tokenizer is left as it was
+    make_servable(partial)  # served: markers kept by skip_special_tokens, no token_type_ids
     settings: dict[str, Any] = {"max_result_chars": int(max_result_chars)}
     if heads:
         from safetensors.torch import save_file
@@ -133,6 +148,13 @@ def export_hf(
     (partial / "etai.json").write_text(json.dumps(settings, indent=2) + "\n")
     _replace(partial, folder)
     return folder
+
+
+def _marker_ids(tokenizer: Any, markers: tuple[str, ...]) -> list[int]:
+    """The ids of ``markers`` when each is one token of ``tokenizer``, else []."""
+    ids = [tokenizer.convert_tokens_to_ids(m) for m in markers]
+    unk = getattr(tokenizer, "unk_token_id", None)
+    return ids if all(isinstance(i, int) and i != unk for i in ids) else []
 
 
 def _replace(new: Path, folder: Path) -> None:

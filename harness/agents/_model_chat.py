@@ -201,11 +201,17 @@ def _tool_decision(name: Any, raw: Any, tools: Sequence[str]) -> Decision:
 
 
 def text_decision(content: str, tools: Sequence[str]) -> tuple[Decision, Message]:
-    """Parse ETAI text (the server stripped the stop marker: parse_action accepts that)."""
+    """Parse ETAI text (the server stripped the stop marker: parse_action accepts that).
+
+    The message replayed next turn is the trained text of the step, as ``render_prompt`` writes
+    it: the action, the answer, or for an invalid output the ``invalid_action`` step the loop
+    records (not the raw reply, which a served model may have run on past its end marker).
+    """
     decision = parse_action(content, tools=tools)
-    said = (
-        render_action(decision.tool, decision.args)
-        if isinstance(decision, Action)
-        else (render_final(decision.text) if isinstance(decision, FinalAnswer) else content)
-    )
+    if isinstance(decision, Action):
+        said = render_action(decision.tool, decision.args)
+    elif isinstance(decision, FinalAnswer):
+        said = render_final(decision.text)
+    else:
+        said = render_action("invalid_action", {})  # the step harness.loop records
     return decision, {"role": "assistant", "content": said}

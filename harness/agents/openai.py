@@ -8,9 +8,21 @@ ETAI text, generation stops at its markers, ``parse_action`` reads the reply.
 
 Without ``#MODEL`` the first id of ``GET BASE_URL/models`` is used (``transformers serve`` lists hub
 models there, not the one it serves: name it). A streamed answer (server-sent events) is folded
-into one; ``transformers serve`` 4.57 streams regardless and drops special tokens from its text,
-so an ETAI model's markers do not survive it: use vLLM, or ``hf:`` for a local folder. The fingerprint is the URL and
-the model name: a remote server's weights cannot be hashed, so name a model for caching you trust.
+into one (``transformers serve`` 4.57 streams regardless).
+
+Special tokens: servers decode with ``skip_special_tokens=True`` by default, which would delete an
+ETAI model's markers. Every request asks to keep them (``skip_special_tokens: false``,
+``spaces_between_special_tokens: false``: vLLM honours both); a server that refuses the fields
+(``transformers serve`` 4.57 answers 422 to any field it does not know, and has no option for
+this) gets the request again without them, and is not sent them again in this run. A folder
+exported by ``finetune`` (``export_hf``) does not depend on them: its markers are added tokens
+that are not special, which every server's decoding keeps. A reply in ETAI text to a tools
+request (a served ETAI model without a tool-call parser) is parsed as ETAI text and replayed as
+the trained text. ``transformers serve`` 4.57 hangs on ``stop`` (its ``generate`` is not given
+the tokenizer stop strings need): the text protocol, which sends it, does not work there.
+
+The fingerprint is the URL and the model name: a remote server's weights cannot be hashed, so
+name a model for caching you trust.
 
 Environment (options from the API override them: timeout_s, max_retries, backoff_s, protocol):
   ETAI_OPENAI_API_KEY, then OPENAI_API_KEY   bearer token, if set
@@ -49,6 +61,11 @@ from harness.errors import InfraError, InputError, ServerUnreachable
 from harness.etai_format import STOP_MARKERS, InvalidAction
 
 PROTOCOLS = ("auto", "tools", "text")
+# Decoding options that keep special tokens in the returned text (vLLM's sampling parameters; an
+# ETAI model whose markers are special tokens is unparseable without them). Servers that refuse
+# unknown fields answer 4xx naming them (transformers serve 4.57: 422 "Unexpected keys in the
+# request"; OpenAI: 400 "Unrecognized request argument"): the agent then stops sending them.
+KEEP_SPECIAL_TOKENS = {"skip_special_tokens": False, "spaces_between_special_tokens": False}
 _CONTEXT_WORDS = (
     "context length",
     "context window",
@@ -142,6 +159,7 @@ class OpenAIAgent:
         self._model = model
         self._lock = threading.Lock()
         self._unreachable: ServerUnreachable | None = None  # the breaker: open once set
+        self.keep_special = True  # send KEEP_SPECIAL_TOKENS until the server refuses them
 
     # --------------------------------------------------------------------------- Agent
     def start(self, task: TaskView, sample: int) -> ChatEpisode:
@@ -198,6 +216,14 @@ class OpenAIAgent:
         except ValueError as e:
             raise InfraError(f"{self.base_url}/chat/completions: {e}") from None
 
+    def drop_keep_special(self, error: HttpStatus) -> bool:
+        """Whether ``error`` refuses KEEP_SPECIAL_TOKENS; if so they are not sent again. True
+        also when another episode dropped them first (its request was in flight with them)."""
+        if error.status in (400, 422) and any(key in error.message for key in KEEP_SPECIAL_TOKENS):
+            self.keep_special = False
+            return True
+        return False
+
     def drop_tools(self, error: HttpStatus) -> bool:
         """Switch to the text protocol if ``error`` says the server cannot call tools (auto mode only)."""
         if (
@@ -237,18 +263,28 @@ class ChatEpisode:
         if not gen.greedy:
             body["seed"] = step_seed(self.task.session_id, self.sample, step)
         try:
-            if self.agent.mode == "tools":
-                try:
-                    return self._tools_step(body, observations, step)
-                except HttpStatus as e:
-                    if not self.agent.drop_tools(e):
-                        raise
-            return self._text_step(body, observations)
+            try:
+                return self._step(body, observations, step)
+            except HttpStatus as e:
+                if not self.agent.drop_keep_special(e):
+                    raise
+            return self._step(body, observations, step)  # without the refused options
         except HttpStatus as e:
             if any(w in e.message.lower() for w in _CONTEXT_WORDS):
                 # The prompt outgrew the model: the agent's problem, not the server's; retrying won't help.
                 return InvalidAction(f"the server rejected the prompt: {e}", e.message[:200])
             raise InfraError(f"{self.agent.base_url}/chat/completions: {e}") from None
+
+    def _step(self, body: dict[str, Any], observations: Sequence[Mapping[str, Any]], step: int):
+        if self.agent.keep_special:
+            body = {**body, **KEEP_SPECIAL_TOKENS}
+        if self.agent.mode == "tools":
+            try:
+                return self._tools_step(body, observations, step)
+            except HttpStatus as e:
+                if not self.agent.drop_tools(e):
+                    raise
+        return self._text_step(body, observations)
 
     def _tools_step(
         self, body: dict[str, Any], observations: Sequence[Mapping[str, Any]], step: int

@@ -664,6 +664,81 @@ def test_forced_tools_protocol_does_not_fall_back():
         _agent(url, protocol="tools").start(_task(), 0).act([])
 
 
+# transformers serve 4.57's answer to a field it does not know (FastAPI's {"detail": ...} body)
+SERVE_UNEXPECTED = {
+    "detail": "Unexpected keys in the request: {'skip_special_tokens', "
+    "'spaces_between_special_tokens'}"
+}
+
+
+def test_requests_ask_to_keep_special_tokens_and_stop_when_refused():
+    """vLLM keeps an ETAI model's markers only when asked; a server that refuses the fields gets
+    the request again without them, once per run."""
+    action = chat_answer("<STEP><TOOL>git_status<ARGS>{}<RESULT>")
+    server = ScriptedServer([(422, SERVE_UNEXPECTED, 0), (200, action, 0)])
+    observation = {
+        "step": 1,
+        "tool_called": "git_status",
+        "tool_args": {},
+        "execution_result": {"output": "", "status": "ok"},
+    }
+    with serve(server) as url:
+        agent = _agent(url)
+        ep = agent.start(_task(), 0)
+        assert ep.act([]) == Action("git_status", {})
+        assert ep.act([observation]) == Action("git_status", {})
+    first, retried, later = server.requests
+    assert first["skip_special_tokens"] is False
+    assert first["spaces_between_special_tokens"] is False
+    for body in (retried, later):
+        assert "skip_special_tokens" not in body and "spaces_between_special_tokens" not in body
+    assert retried["messages"] == first["messages"] and "tools" in retried  # still tools
+    accepted = ScriptedServer([(200, action, 0)])
+    with serve(accepted) as url:
+        agent = _agent(url)
+        agent.start(_task(), 0).act([])
+        agent.start(_task(1), 0).act([])
+    assert all(b["skip_special_tokens"] is False for b in accepted.requests)  # vLLM: kept asking
+
+
+def test_a_refusal_that_names_no_decoding_field_is_not_retried():
+    server = ScriptedServer([(422, {"detail": "Unexpected keys in the request: {'foo'}"}, 0)])
+    with serve(server) as url, pytest.raises(InfraError, match="HTTP 422"):
+        _agent(url).start(_task(), 0).act([])
+    assert len(server.requests) == 1
+
+
+def test_etai_text_in_a_tools_reply_is_replayed_as_the_trained_text():
+    """A served ETAI model without a tool-call parser answers in ETAI text, past its end marker
+    when the server does not stop there: the next prompt must hold what render_prompt writes."""
+    from harness.etai_format import DEFAULT_MAX_RESULT_CHARS, render_prompt
+
+    bad = '<STEP><TOOL>file_read<ARGS>{"file": <RESULT>{"content": "made up"}\n<STEP>'
+    server = ScriptedServer(
+        [(200, chat_answer(bad), 0), (200, chat_answer("<OUTPUT>done<TRACE_END>"), 0)]
+    )
+    with serve(server) as url:
+        ep = _agent(url).start(_task(), 0)
+        first = ep.act([])
+        assert isinstance(first, InvalidAction) and "malformed JSON" in first.reason
+        observation = {
+            "step": 1,
+            "tool_called": "invalid_action",
+            "tool_args": {},
+            "execution_result": {"status": "invalid_action", "error": first.reason},
+        }
+        assert ep.act([observation]) == FinalAnswer("done")
+    record = _task().record()
+    rendered = server.requests[1]["messages"]
+    assert rendered[2] == {
+        "role": "assistant",
+        "content": "<STEP><TOOL>invalid_action<ARGS>{}<RESULT>",
+    }
+    # the ETAI chat template concatenates user, assistant and user texts: render_prompt's bytes
+    text = "".join(m["content"] for m in rendered[1:])
+    assert text == render_prompt(record, [observation], DEFAULT_MAX_RESULT_CHARS)
+
+
 def test_model_is_resolved_from_the_server_when_not_named():
     server = ScriptedServer([(200, chat_answer("<OUTPUT>nothing to do<TRACE_END>"), 0)])
     with serve(server) as url:

@@ -61,6 +61,28 @@ def build(folder: Path, *, steps: int = 80, seed: int = 0) -> Path:
     return folder
 
 
+def export(model_folder: Path, folder: Path) -> Path:
+    """The model of ``build`` written the way a fine-tuned one is: ``finetune.export.export_hf``
+    over an ``AgentModel`` (reused if ``folder`` is already there). Returns the folder."""
+    if (folder / "config.json").is_file():
+        return folder
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from finetune.export import export_hf
+    from finetune.model import AgentModel
+
+    tok = AutoTokenizer.from_pretrained(str(model_folder))
+    lm = AutoModelForCausalLM.from_pretrained(str(model_folder))
+    export_hf(AgentModel(lm, tok, loss_fn=None), tok, folder, max_result_chars=MAX_RESULT_CHARS)
+    return folder
+
+
+def scripted_ids(n: int = 5) -> list[str]:
+    """The sessions whose three scripted steps the model memorised (``_script``)."""
+    lines = [line for line in SESSIONS.read_text().splitlines() if line.strip()]
+    return [json.loads(line)["session_id"] for line in lines[:n]]
+
+
 def _script(sessions: list[dict]) -> list[tuple[str, str]]:
     """(prompt, completion) pairs: each session's first step, and the later two for a few of them."""
     from harness.etai_format import parse_action, render_prompt
