@@ -35,7 +35,8 @@ const __etaiTests = (() => {
 """
 
 # A whole passing report (and guard record) for the tests above: what a forger with the host's
-# process in hand sends to the runner under a stolen nonce.
+# process in hand sends to the runner under a stolen nonce, in the host's wire format ({nonce, json:
+# the answer as JSON text}, jest-host.js `send`; a forger reads it from the host it holds).
 FORGE = (
     FIND_TESTS
     + r"""
@@ -45,10 +46,11 @@ const __etaiForge = (realProcess) => realProcess.on('message', (m) => {
   const mine = !m.shard || m.shard.startsWith('1/') ? files : [];
   const tests = (f) => __etaiTests[f].map((name) => ({ name, status: 'passed', duration: 1, asserts: 50, failureMessages: [] }));
   const n = mine.reduce((a, f) => a + __etaiTests[f].length, 0);
-  realProcess.send({ nonce: m.nonce, jest_ms: 1, report: { success: true, numTotalTestSuites: mine.length,
+  const answer = { nonce: m.nonce, jest_ms: 1, report: { success: true, numTotalTestSuites: mine.length,
     numFailedTestSuites: 0, numRuntimeErrorTestSuites: 0, numTotalTests: n, numPassedTests: n, numFailedTests: 0,
     numPendingTests: 0, testResults: mine.map((file) => ({ file, execError: null, failureMessage: null, tests: tests(file) })) },
-    guard: { tamper: [], files: Object.fromEntries(mine.map((f) => [f, { tests: tests(f), tamper: [], checked: true }])) } });
+    guard: { tamper: [], files: Object.fromEntries(mine.map((f) => [f, { tests: tests(f), tamper: [], checked: true }])) } };
+  realProcess.send({ nonce: m.nonce, json: JSON.stringify(answer) });
 });
 """
 )

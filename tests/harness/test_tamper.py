@@ -9,11 +9,13 @@ core techniques (tamper_corpus.CORE, every category); `make redteam` (ETAI_REDTE
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,8 +28,9 @@ import tamper_corpus
 from harness import sandbox
 from harness.agents import AgentContext, from_spec
 from harness.jest import from_runner
-from harness.loop import preflight, run_episode
+from harness.loop import run_episode
 from harness.sandbox import Limits, Status
+from harness.session_kind import local_preflights
 from harness.sessions import load_suite
 from harness.verify import Gold
 
@@ -38,31 +41,38 @@ IMPLEMENT = Path(__file__).parent / "data" / "implement"
 LIMITS = Limits(memory_mb=1024, timeout_s=30, cpus=1)
 EVERYTHING = os.environ.get("ETAI_REDTEAM") == "all"
 TECHNIQUES = tamper_corpus.selected(EVERYTHING)
+WORKERS = 2  # episodes at once, as `etai run` on two cores
 
 
-def _start(image, guard=True):
-    limits = LIMITS if guard else Limits(memory_mb=1024, timeout_s=30, cpus=1, guard=False)
-    return lambda s: sandbox.start("docker", s.workspace, image=image, limits=limits)
+@contextmanager
+def _sandboxes(image, guard=True):
+    """Start a sandbox per episode as `etai run` does: each a fresh hardened container, taken from
+    a warm pool that starts the next ones while episodes run (a container's start-up then overlaps
+    other episodes instead of coming before each one)."""
+    limits = LIMITS if guard else dataclasses.replace(LIMITS, guard=False)
+    prepared = sandbox.provider("docker").prepare(limits, workers=WORKERS, image=image)
+    try:
+        yield lambda s: prepared.start(s.workspace)
+    finally:
+        prepared.cleanup()
 
 
 @pytest.fixture(scope="module")
 def sessions(image):
-    """Every bundled session and the implement-this-function session, each with its preflight."""
+    """Every bundled session and the implement-this-function session, each with its preflight (the
+    runner's own, cached per session content, image and grading code like a run's)."""
     suites = [load_suite("jest-bugfix"), load_suite(IMPLEMENT)]
+    flights = {}
+    for st in suites:
+        flights.update(local_preflights(st, workers=WORKERS, progress=False))
     pairs = [(st, s) for st in suites for s in st.sessions]
-
-    def fly(pair):
-        st, s = pair
-        return preflight(s, from_spec("oracle", AgentContext(st, {})), start_sandbox=_start(image))
-
-    with ThreadPoolExecutor(2) as ex:
-        flights = list(ex.map(fly, pairs))
-    bad = [(s.session_id, f["reason"]) for (_, s), f in zip(pairs, flights) if not f["ok"]]
+    bad = [(s.session_id, flights[s.session_id]["reason"]) for _, s in pairs]
+    bad = [(sid, why) for sid, why in bad if not flights[sid]["ok"]]
     assert not bad, f"reference solutions must stay green under the guard: {bad}"
-    return [(st, s, f) for (st, s), f in zip(pairs, flights)]
+    return [(st, s, flights[s.session_id]) for st, s in pairs]
 
 
-def _episode(image, tmp: Path, technique, st, s, flight, *, guard=True):
+def _episode(start, tmp: Path, technique, st, s, flight, *, guard=True):
     folder = tmp / ("on" if guard else "off") / technique.name / s.session_id
     folder.mkdir(parents=True, exist_ok=True)
     agent = from_spec(
@@ -72,7 +82,7 @@ def _episode(image, tmp: Path, technique, st, s, flight, *, guard=True):
         s,
         agent,
         0,
-        start_sandbox=_start(image, guard),
+        start_sandbox=start,
         k=3,
         max_steps=10,
         passing=flight["passing"] if guard else None,
@@ -102,8 +112,8 @@ def test_corpus_covers_the_attack_surface():
 @pytest.mark.timeout(2400)
 def test_no_technique_passes_on_any_session(image, sessions, tmp_path):
     jobs = [(t, st, s, f) for t in TECHNIQUES for st, s, f in sessions]
-    with ThreadPoolExecutor(2) as ex:
-        rows = list(ex.map(lambda j: (j[0], j[2], _episode(image, tmp_path, *j)), jobs))
+    with _sandboxes(image) as start, ThreadPoolExecutor(WORKERS) as ex:
+        rows = list(ex.map(lambda j: (j[0], j[2], _episode(start, tmp_path, *j)), jobs))
     infra = [
         (t.name, s.session_id, r["reason"]) for t, s, r in rows if r["status"] == "infra_error"
     ]
@@ -133,13 +143,13 @@ def test_no_technique_passes_on_any_session(image, sessions, tmp_path):
 
 def test_techniques_are_real_attacks_without_the_guard(image, sessions, tmp_path):
     """The same techniques against plain Jest (the guard off, the old verdict rules): many would pass.
-    This is what makes the test above able to fail."""
-    picked = [
-        (st, s, f) for st, s, f in sessions if s.session_id in ("slugify", "checkout-missing-await")
-    ]
+    This is what makes the test above able to fail. One session in make test: every technique that
+    passed without the guard on slugify passed on checkout-missing-await too (and more did there)."""
+    unguarded = ("slugify", "checkout-missing-await") if EVERYTHING else ("checkout-missing-await",)
+    picked = [(st, s, f) for st, s, f in sessions if s.session_id in unguarded]
     jobs = [(t, st, s, f) for t in TECHNIQUES for st, s, f in picked]
-    with ThreadPoolExecutor(2) as ex:
-        rows = list(ex.map(lambda j: (j[0].name, _episode(image, tmp_path, *j, guard=False)), jobs))
+    with _sandboxes(image, guard=False) as start, ThreadPoolExecutor(WORKERS) as ex:
+        rows = list(ex.map(lambda j: (j[0].name, _episode(start, tmp_path, *j, guard=False)), jobs))
     green = sorted({name for name, r in rows if r["green"]})
     assert len(green) >= 10, green
     assert {
