@@ -30,10 +30,10 @@ SUITE = "jest-bugfix"
 SESSIONS = [s.session_id for s in load_suite(SUITE).sessions][6:10]
 
 
-def _run(folder: Path, ranks: int, tiny_overrides, port: int) -> float:
+def _run(folder: Path, ranks: int, tiny_overrides, port: int, budget_s: float = 170) -> float:
     spec = (
         f"{{interval: 1ba, suite: {SUITE}, sessions: [{', '.join(SESSIONS)}], k: 1, "
-        "max_steps: 2, workers: 2, budget_s: 170, generation: {max_new_tokens: 16}, "
+        f"max_steps: 2, workers: 2, budget_s: {budget_s}, generation: {{max_new_tokens: 16}}, "
         "at_fit_end: false}"
     )
     overrides = tiny_overrides(
@@ -69,3 +69,24 @@ def test_two_ranks_share_the_sessions_and_rank0_writes_one_folder(
     assert [len(s) for s in shards] == [2, 2]  # each rank ran its half
     assert (merged / "summary.json").exists()
     print(f"eval of {len(SESSIONS)} sessions: 1 rank {one:.1f} s, 2 ranks {two:.1f} s")
+
+
+def test_one_second_budget_on_two_ranks(tmp_path, tiny_overrides, free_port):
+    """budget_s = 1 with each rank driving its own shard: rank 0's eval_seconds is taken after the
+    gather, which waits for every rank, so it bounds the evaluation on both. Every session still
+    has its row (run, stopped or not started); the bound is in one verification measured here."""
+    sys.path.insert(0, str(Path(__file__).parent))  # the one-rank test's module, beside this file
+    from test_callback_budget import _one_verification  # the same measure as the one-rank test
+
+    verification = _one_verification(tmp_path / "oracle", SESSIONS)  # their preflights cached
+    seconds = _run(tmp_path / "two", 2, tiny_overrides, free_port(), budget_s=1)
+    merged = tmp_path / "two" / "ckpt" / "harness-eval" / "ba1"
+    rows = read_rows(merged / "results.jsonl")
+    assert sorted(r["session_id"] for r in rows) == sorted(SESSIONS)
+    skipped = [r for r in rows if r["status"] == "skipped_budget"]
+    assert all(r["steps"] == [] for r in skipped)
+    print(
+        f"budget 1 s, 2 ranks: eval {seconds:.2f} s, one verification {verification:.2f} s, "
+        f"{len(skipped)} of {len(SESSIONS)} not started"
+    )
+    assert seconds <= 1 + 3 * verification + 5  # as the one-rank test: room for starting sandboxes
