@@ -30,10 +30,13 @@ SUITE = "jest-bugfix"
 SESSIONS = [s.session_id for s in load_suite(SUITE).sessions][6:10]
 
 
-def _run(folder: Path, ranks: int, tiny_overrides, port: int, budget_s: float = 170) -> float:
+def _run(
+    folder: Path, ranks: int, tiny_overrides, port: int, budget_s: float = 170, workers: int = 2
+) -> float:
     spec = (
         f"{{interval: 1ba, suite: {SUITE}, sessions: [{', '.join(SESSIONS)}], k: 1, "
-        f"max_steps: 2, workers: 2, budget_s: {budget_s}, generation: {{max_new_tokens: 16}}, "
+        f"max_steps: 2, workers: {workers}, budget_s: {budget_s}, "
+        "generation: {max_new_tokens: 16}, "
         "at_fit_end: false}"
     )
     overrides = tiny_overrides(
@@ -79,7 +82,8 @@ def test_one_second_budget_on_two_ranks(tmp_path, tiny_overrides, free_port):
     from test_callback_budget import _one_verification  # the same measure as the one-rank test
 
     verification = _one_verification(tmp_path / "oracle", SESSIONS)  # their preflights cached
-    seconds = _run(tmp_path / "two", 2, tiny_overrides, free_port(), budget_s=1)
+    # One sandbox per rank: as many at once as the one-rank test's two workers (two cores here).
+    seconds = _run(tmp_path / "two", 2, tiny_overrides, free_port(), budget_s=1, workers=1)
     merged = tmp_path / "two" / "ckpt" / "harness-eval" / "ba1"
     rows = read_rows(merged / "results.jsonl")
     assert sorted(r["session_id"] for r in rows) == sorted(SESSIONS)
