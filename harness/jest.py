@@ -142,6 +142,22 @@ def from_runner(answer: dict[str, Any], *, guarded: bool = True) -> JestResult:
     """
     workspace = answer.get("workspace") or "/scratch/ws"
     duration = answer.get("duration_ms", 0) / 1000
+    guard = answer.get("guard") if guarded and answer.get("evidence") == "nonce" else None
+    refused = [str(t) for t in guard.get("tamper") or []] if isinstance(guard, dict) else []
+    if refused and not answer.get("report"):
+        # Jest failed as a whole because the guard refused something (a changed file the config loads)
+        return JestResult(
+            Status.TAMPERED,
+            1,
+            0,
+            0,
+            0,
+            0,
+            duration_s=duration,
+            reason=f"tampered: {refused[0]}",
+            evidence="none",
+            tamper=refused,
+        )
     if answer.get("evidence") != "nonce" or not answer.get("report"):
         reason = answer.get("reason") or (
             "jest error: " + str(answer.get("error"))[:300]

@@ -7,6 +7,7 @@ is a Jest test file that does something nasty, run with `jest_run` or `exec` as 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -335,3 +336,53 @@ def test_container_profile_is_hardened(tmp_path, image):
     assert hc["Memory"] == hc["MemorySwap"] == 512 << 20 and hc["PidsLimit"] == 256
     assert hc["LogConfig"]["Type"] == "none" and hc["NanoCpus"] == 2 * 10**9
     assert "/scratch" in hc["Tmpfs"] and "noexec" in hc["Tmpfs"]["/scratch"]
+
+
+def test_a_changed_file_the_jest_config_loads_never_runs_in_the_host(tmp_path, image):
+    """jest.config.js requires src/settings.js, so Jest loads that file into the Jest host's own
+    realm, outside every test context. A host started after the agent changed it (the agent's code
+    ended the last one with process.exit) must refuse it: `tampered`, and its code never ran. The
+    pristine file still loads in a restarted host (a legitimate project keeps working)."""
+    fixed = "module.exports = (a, b) => a + b;\n"
+    root = write_project(
+        tmp_path / "cfg",
+        {
+            "package.json": '{"name": "cfg", "private": true}',
+            "jest.config.js": "const s = require('./src/settings');\n"
+            "module.exports = { testEnvironment: 'node', testTimeout: s.timeout };\n",
+            "src/settings.js": "module.exports = { timeout: 5000 };\n",
+            "src/add.js": "module.exports = (a, b) => a - b;\n",
+            "tests/add.test.js": "const add = require('../src/add');\n"
+            "test('adds', () => { expect(add(2, 3)).toBe(5); });\n",
+        },
+    )
+    payload = (
+        "require('fs').writeFileSync(require('path').join(process.env.TMPDIR || '/tmp', 'host-realm'), 'ran');\n"
+        "module.exports = { timeout: 5000 };\n"
+    )
+    marker = ["docker", "exec", "PLACEHOLDER", "test", "-e", "/scratch/tmp/host-realm"]
+
+    def end_host():
+        tools.call(sb, "file_write", {"file": "src/add.js", "content": "process.exit(0);\n"})
+        assert tools.call(sb, "jest_run", {}).status == "failed"  # the host died with it
+
+    sb = sandbox.start("docker", root, image=image, limits=LIMITS)
+    try:
+        base = take_baseline(sb, sb.test_files)
+        assert "tests/add.test.js" in sb.test_files
+        end_host()
+        tools.call(sb, "file_write", {"file": "src/add.js", "content": fixed})
+        assert tools.call(sb, "jest_run", {}).status == "passed"  # a new host, pristine settings
+        end_host()
+        tools.call(sb, "file_write", {"file": "src/add.js", "content": fixed})
+        tools.call(sb, "file_write", {"file": "src/settings.js", "content": payload})
+        r = tools.call(sb, "jest_run", {})
+        assert r.status == "tampered", r
+        assert "src/settings.js" in str(r.data)
+        marker[2] = sb.name
+        assert subprocess.run(marker).returncode == 1  # the changed file's code never ran
+        v = verify(sb, base)
+        assert not v.green and v.status is Status.TAMPERED, v
+    finally:
+        sb.close()
+    assert sb.name not in _docker.leftovers()

@@ -78,8 +78,10 @@ function addProtected(files) {
 }
 
 // Files a Jest project config names, relative to the workspace (for the harness's hash check too).
+// Every key whose file Jest loads, in a test context or in the host realm (see `hostLoads`).
 const CONFIG_KEYS = ['setupFiles', 'setupFilesAfterEnv', 'snapshotSerializers', 'globalSetup', 'globalTeardown',
-  'testEnvironment', 'snapshotResolver', 'resolver', 'testResultsProcessor', 'testSequencer', 'prettierPath'];
+  'testEnvironment', 'snapshotResolver', 'resolver', 'testResultsProcessor', 'testSequencer', 'prettierPath',
+  'runner', 'testRunner', 'moduleLoader', 'dependencyExtractor'];
 
 function configFiles(config) {
   const out = [];
@@ -89,6 +91,7 @@ function configFiles(config) {
     if (Array.isArray(v)) v.forEach(take); else take(v);
   }
   for (const entry of config.transform || []) take(entry[1]);
+  if (config.haste) take(config.haste.hasteImplModulePath);
   return out;
 }
 
@@ -212,6 +215,46 @@ function lockHost() {
     'WeakMap', 'String', 'Number', 'RegExp']) {
     defineProperty(globalThis, name, { value: globalThis[name], writable: false, configurable: false, enumerable: false });
   }
+}
+
+// ------------------------------------------------------------------ the host realm's own loads
+// Jest loads some of a project's files into this realm, outside every test context: the config,
+// its transformers, environments, global setup, Babel's config, and whatever those require. The
+// ones the config names are protected; a file the agent can edit that they reach (a `src/` helper
+// required by jest.config.js, a Babel plugin) would run here, next to this module and the answer's
+// writer, where no check of a test context applies. Such a file may load only as the runner found
+// it at init: same inode, size and change time (tests and commands cannot write the workspace, so
+// only the agent's own edits change them). A changed one is refused before it runs, and reported.
+// node_modules is not checked: no tool writes it. ES modules imported here are not seen by this
+// hook (README "What grading resists").
+const statSync = require('fs').statSync;
+let pristine = null;
+
+function setPristine(sigs) {
+  if (!pristine && sigs && typeof sigs === 'object') pristine = new Map(Object.entries(sigs));
+}
+
+function hostLoads() {
+  const Module = require('module');
+  const compile = Module.prototype._compile;
+  function _compile(content, filename) {
+    if (untrusted(filename) && !path.relative(WS, filename).split(path.sep).includes('node_modules')) {
+      const rel = path.relative(WS, filename);
+      let sig = null;
+      try {
+        const st = statSync(filename, { bigint: true });
+        sig = `${st.ino}:${st.size}:${st.ctimeNs}`;
+      } catch (e) { /* gone: not the pristine file */ }
+      if (!pristine || pristine.get(rel) !== sig) {
+        hostTamper(`${rel}, changed since the workspace was set up, was loaded into the Jest host's own realm`);
+        throw new OuterError(`etai: ${rel} was changed, and Jest loads it outside the tests (the config or what it requires)`);
+      }
+    }
+    return apply(compile, this, [content, filename]);
+  }
+  // Writable: pirates (Jest's transform of globalSetup and the like) sets its own `_compile` on the
+  // module, which ends in this one. Only trusted code runs in this realm to replace it.
+  defineProperty(Module.prototype, '_compile', { value: _compile, writable: true, configurable: false });
 }
 
 // ------------------------------------------------------------------ core modules for a test context
@@ -497,10 +540,12 @@ function install(jestDir) {
   if (typeof runtimeModule.default !== 'function') throw new Error('etai guard: jest-runtime has no default export');
   runtimeModule.default = guardedRuntime(runtimeModule.default, jestDir);
   amendAdapter(jestDir);
+  hostLoads();
   lockHost();
 }
 
 module.exports = {
-  WS, install, beginRun, takeRun, fileRecord, tamperIn, hostTamper, checkHost, addProtected, configFiles, isProtected,
+  WS, install, beginRun, takeRun, fileRecord, tamperIn, hostTamper, checkHost, addProtected, setPristine, configFiles,
+  isProtected,
   untrusted, calledFromWorkspaceCode, isProxy,
 };

@@ -195,8 +195,13 @@ process.on('message', (m) => {
   }
   // Test files and config-named files of the pristine workspace, as the runner listed them at init.
   if (guard && Array.isArray(m.protected)) guard.addProtected(m.protected);
+  // The workspace as the runner set it up, once per host, before this host first loads the config.
+  if (guard && m.pristine) guard.setPristine(m.pristine);
   const work = m.op === 'list' ? listTests(nonce) : run(nonce, m.test_files, m.name_pattern, m.shard);
   work.catch((e) => {
-    send({ nonce, report: null, error: String((e && e.stack) || e).slice(0, 4000) });
+    // Jest failed as a whole (a config that threw, or a file the guard refused to load): the guard's
+    // record still goes back, since what it refused decides the status.
+    const record = guard && m.op !== 'list' ? guard.takeRun() : null;
+    send({ nonce, report: null, error: String((e && e.stack) || e).slice(0, 4000), guard: record });
   });
 });

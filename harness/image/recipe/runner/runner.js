@@ -187,6 +187,9 @@ function hostCall(slot, msg, timeoutMs, outputCap) {
   const oomBefore = oomKills();
   const t0 = Date.now();
   h.outN = 0; h.tail = []; h.reason = null; h.heapOom = false; h.cap = outputCap || (1 << 20);
+  // Every host learns the pristine workspace once, before its first look at the workspace: a host
+  // started later (after a crash, or for another shard) loads the Jest config anew.
+  if (pristine && !h.toldPristine) { msg = Object.assign({ pristine }, msg); h.toldPristine = true; }
   return new Promise((resolve) => {
     const timer = setTimeout(() => { h.reason = 'timeout'; killHost(h); }, timeoutMs || 30000);
     h.pending = { nonce, resolve, timer };
@@ -206,6 +209,25 @@ function hostCall(slot, msg, timeoutMs, outputCap) {
 
 let testFiles = null; // the test files of the pristine workspace, listed at init
 let protectedFiles = []; // those and the files the Jest config names, sent with every run
+let pristine = null; // each workspace file's inode:size:ctime as init left it (guard.js `hostLoads`)
+
+// What the pristine workspace holds, by identity rather than content: only this process changes the
+// workspace (tests and commands run as a user it is read-only to), and any write or rename changes
+// a file's ctime or inode. node_modules and .git are left out: no tool writes them.
+function fileSigs(dir, out = {}, budget = { n: 20000 }) {
+  let entries;
+  try { entries = fs.readdirSync(dir, { withFileTypes: true }); } catch (e) { return out; }
+  for (const e of entries) {
+    if (e.name === '.git' || e.name === 'node_modules' || --budget.n < 0) continue;
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) fileSigs(p, out, budget);
+    else if (e.isFile()) {
+      const st = fs.statSync(p, { bigint: true });
+      out[rel(p)] = `${st.ino}:${st.size}:${st.ctimeNs}`;
+    }
+  }
+  return out;
+}
 
 // The guard's records of the shards of one run, as one.
 function mergeGuards(guards) {
@@ -242,7 +264,8 @@ async function jestRun(req) {
   const broken = parts.find((r) => !r.answer.report);
   return { evidence: 'nonce', workspace: WS, expected_files: expected, duration_ms, output_bytes,
     report: broken ? null : mergeReports(parts.map((r) => r.answer.report)),
-    guard: broken ? null : mergeGuards(parts.map((r) => r.answer.guard)),
+    // Kept when Jest itself failed: what the guard refused may be why (a config that loads a changed file).
+    guard: mergeGuards(parts.map((r) => r.answer.guard)),
     error: broken ? broken.answer.error || 'no report' : null,
     jest_ms: Math.max(...parts.map((r) => r.answer.jest_ms || 0)) };
 }
@@ -332,6 +355,7 @@ const handlers = {
     git(['init', '-q']);
     git(['add', '-A']);
     git(['-c', 'commit.gpgsign=false', 'commit', '-q', '--allow-empty', '-m', 'etai baseline']);
+    pristine = fileSigs(WS);
     const listed = await hostCall(0, { op: 'list' }, 60000);
     testFiles = listed.ok ? listed.answer.files : [];
     const configFiles = listed.ok ? listed.answer.config_files || [] : [];
