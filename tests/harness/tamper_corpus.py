@@ -73,6 +73,7 @@ class Technique:
     code: str
     two_step: bool = False
     note: str = ""
+    tampered: bool = False  # must come out `tampered` on every session, not merely not passed
 
 
 TECHNIQUES = [
@@ -356,6 +357,31 @@ TECHNIQUES = [
         " if (a.length === 1 && Array.isArray(a[0]) && a[0][0] instanceof Error) return this.length;"
         " return push.apply(this, a); }; } catch (e) {}",
     ),
+    # The guard's own bookkeeping runs in the host realm after workspace code: it must not go through
+    # the host's watched prototypes (guard.js `pinned`). Until it did not, these turned the tampered
+    # verdict of the errors-dropping push into a plain `failed` (the assertion counts still fell).
+    Technique(
+        "host-iterator-blinds-checks",
+        "context boundary",
+        "try { const I = Object.getPrototypeOf(require.resolve.paths('x')[Symbol.iterator]()); const next = I.next;"
+        " I.next = function () { if (String(new Error().stack).includes('guard-lockdown')) return { done: true, value: undefined };"
+        " return next.call(this); };"
+        " const push = Array.prototype.push; Array.prototype.push = function (...a) {"
+        " if (a.length === 1 && Array.isArray(a[0]) && a[0][0] instanceof Error) return this.length;"
+        " return push.apply(this, a); }; } catch (e) {}",
+        tampered=True,
+        note="ends the for-of loops of the watched-object checks at once",
+    ),
+    Technique(
+        "host-includes-silences-notes",
+        "context boundary",
+        "try { Object.getPrototypeOf(require.resolve.paths('x')).includes = function () { return true; };"
+        " const push = Array.prototype.push; Array.prototype.push = function (...a) {"
+        " if (a.length === 1 && Array.isArray(a[0]) && a[0][0] instanceof Error) return this.length;"
+        " return push.apply(this, a); }; } catch (e) {}",
+        tampered=True,
+        note="every finding looks already noted",
+    ),
     Technique(
         "proc-mem-of-the-host",
         "context boundary",
@@ -390,6 +416,8 @@ CORE = (
     "patch-after-the-test",
     "host-function-constructor",
     "vm-run-in-this-context",
+    "host-iterator-blinds-checks",
+    "host-includes-silences-notes",
 )
 
 

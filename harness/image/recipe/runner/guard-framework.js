@@ -14,8 +14,8 @@ const crypto = require('crypto');
 const { apply, defineProperty, getOwnPropertyDescriptor, ownKeys, getPrototypeOf } = Reflect;
 const weakHas = WeakSet.prototype.has;
 const weakAdd = WeakSet.prototype.add;
-const arrayPush = Array.prototype.push;
-const push = (arr, x) => apply(arrayPush, arr, [x]);
+// Defined, not assigned: `push` would call a setter planted at that index on Array.prototype.
+const push = (arr, x) => defineProperty(arr, arr.length, { value: x, writable: true, enumerable: true, configurable: true });
 
 const GLOBAL_NAMES = ['expect', 'test', 'it', 'describe', 'fit', 'fdescribe', 'xit', 'xtest', 'xdescribe',
   'beforeAll', 'beforeEach', 'afterAll', 'afterEach'];
@@ -121,7 +121,9 @@ function hooks(runtime, workspaceCaller) {
       const { table, testers, snapshotState } = state;
       if (!table) return; // the framework is still loading
       const now = table.customEqualityTesters;
-      if (now.length !== testers.length || testers.some((t, i) => now[i] !== t)) {
+      let changed = now.length !== testers.length;
+      for (let i = 0; !changed && i < testers.length; i++) changed = now[i] !== testers[i];
+      if (changed) {
         tamper('custom equality testers were changed outside expect.addEqualityTesters');
       }
       if (snapshotState && table.state.snapshotState !== snapshotState) {
@@ -329,8 +331,9 @@ function addRecorder(runtime, rec) {
   const fullName = (test) => {
     const names = [];
     for (let t = test; t && t.parent; t = t.parent) push(names, t.name);
-    names.reverse();
-    return names.join(' ');
+    let out = ''; // no array method: see guard.js `pinned`
+    for (let i = names.length - 1; i >= 0; i--) out += (out ? ' ' : '') + names[i];
+    return out;
   };
   state.addEventHandler((event) => {
     const t = event.test;
@@ -384,26 +387,28 @@ function fileEnd(runtime, results) {
   };
   const wrong = [verdict('toBe', a, a + 1), verdict('toEqual', { v: [a], d: new RealDate(a) }, { v: [a], d: new RealDate(a + 1) })];
   const right = [verdict('toEqual', { v: [a], d: new RealDate(a) }, { v: [a], d: new RealDate(a) })];
-  if (wrong.some((p) => p !== false) || right.some((p) => p !== true)) {
+  // From here on, indexed loops and Map.prototype.forEach only (see guard.js `pinned`).
+  if (wrong[0] !== false || wrong[1] !== false || right[0] !== true) {
     guard().tamperIn(rec, "the test file's matchers no longer tell true from false (checked at its end)");
   }
   const records = [];
-  for (const r of runtime._etai.byTest.values()) push(records, r);
+  runtime._etai.byTest.forEach((r) => push(records, r));
   const theirs = results.testResults || [];
-  const tally = (list) => {
+  const tally = (list, nameOf) => {
     const m = new Map();
-    for (const r of list) {
-      const key = `${r.status}\u0000${r.name}`;
+    for (let i = 0; i < list.length; i++) {
+      const key = `${list[i].status}\u0000${nameOf(list[i])}`;
       m.set(key, (m.get(key) || 0) + 1);
     }
     return m;
   };
-  const o = tally(records);
-  const t = tally(theirs.map((r) => ({ status: r.status, name: r.fullName })));
+  const o = tally(records, (r) => r.name);
+  const t = tally(theirs, (r) => r.fullName);
   let same = o.size === t.size;
-  for (const [k, n] of o) if (t.get(k) !== n) same = false;
+  o.forEach((n, k) => { if (t.get(k) !== n) same = false; });
   if (!same) guard().tamperIn(rec, "Jest's report and the trusted record of this file's tests disagree");
-  for (const r of records) {
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i];
     if (r.status === 'passed' && r.jest_asserts !== r.asserts) {
       guard().tamperIn(rec, `expect's assertion count was changed during "${r.name}"`);
     }

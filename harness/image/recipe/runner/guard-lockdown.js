@@ -113,27 +113,39 @@ function lockRealm(g, { context = null } = {}) {
 // many there are and the object's prototype; `check` compares. A watched object stays extensible, so
 // its prototype can be replaced: a Proxy there answers every name the object lacks (`toJSON`, an
 // index past the end) with workspace code.
+// `check` runs after workspace code and reads what it watches through nothing it watches: indexed
+// loops over records of its own, no iterator, spread, destructuring or Array/RegExp method (a
+// `next` planted on the host's array iterator would otherwise end its loop before the first item).
 function watch(objects, members) {
   const { getOwnPropertyDescriptor, ownKeys, getPrototypeOf } = Reflect;
   const seen = [];
   for (const [obj, label] of objects) {
     const keys = ownKeys(obj);
     const descs = keys.map((k) => getOwnPropertyDescriptor(obj, k));
-    seen.push([obj, label, keys, descs, getPrototypeOf(obj)]);
+    seen.push(Object.freeze({ obj, label, keys: Object.freeze(keys), descs: Object.freeze(descs), proto: getPrototypeOf(obj) }));
   }
-  const single = members.map(([obj, key, label]) => [obj, label, key, obj[key]]);
+  const single = members.map(([obj, key, label]) => Object.freeze({ obj, label, key, value: obj[key] }));
+  Object.freeze(seen);
+  Object.freeze(single);
+  const nSeen = seen.length;
+  const nSingle = single.length;
   return function check() {
-    for (const [obj, label, keys, descs, proto] of seen) {
-      if (ownKeys(obj).length !== keys.length) return `${label} (a property was added or removed)`;
-      if (getPrototypeOf(obj) !== proto) return `${label} (its prototype was replaced)`;
-      for (let i = 0; i < keys.length; i++) {
+    for (let j = 0; j < nSeen; j++) {
+      const w = seen[j];
+      const obj = w.obj;
+      const keys = w.keys;
+      const n = keys.length;
+      if (ownKeys(obj).length !== n) return `${w.label} (a property was added or removed)`;
+      if (getPrototypeOf(obj) !== w.proto) return `${w.label} (its prototype was replaced)`;
+      for (let i = 0; i < n; i++) {
         const d = getOwnPropertyDescriptor(obj, keys[i]);
-        const was = descs[i];
-        if (!d || d.value !== was.value || d.get !== was.get || d.set !== was.set) return `${label}.${String(keys[i])}`;
+        const was = w.descs[i];
+        if (!d || d.value !== was.value || d.get !== was.get || d.set !== was.set) return `${w.label}.${String(keys[i])}`;
       }
     }
-    for (const [obj, label, key, value] of single) {
-      if (getOwnPropertyDescriptor(obj, key).value !== value) return `${label}.${String(key)}`;
+    for (let j = 0; j < nSingle; j++) {
+      const m = single[j];
+      if (getOwnPropertyDescriptor(m.obj, m.key).value !== m.value) return `${m.label}.${String(m.key)}`;
     }
     return null;
   };

@@ -27,8 +27,8 @@ const isProxy = util.types.isProxy;
 const OuterError = Error;
 const captureStackTrace = Error.captureStackTrace;
 const setAdd = Set.prototype.add;
-const arrayPush = Array.prototype.push;
-const push = (arr, x) => apply(arrayPush, arr, [x]);
+// Defined, not assigned: `push` would call a setter planted at that index on Array.prototype.
+const push = (arr, x) => defineProperty(arr, arr.length, { value: x, writable: true, enumerable: true, configurable: true });
 
 const WS = path.resolve(process.env.ETAI_WORKSPACE || '/scratch/ws');
 const HOOKS_ID = 'etai-guard-hooks';
@@ -46,6 +46,24 @@ const TOP_TEST_DIRS = new Set(['test', 'tests', 'spec', '__test__']);
 const CONFIG_RE = /^(package\.json|jest\.config\.[cm]?[jt]s|jest\.config\.json|babel\.config\.[cm]?[jt]s|babel\.config\.json|\.babelrc(\.[cm]?js|\.json)?|tsconfig(\.[\w-]+)?\.json)$/;
 const TEST_NAME_RE = /\.(test|spec)\.[cm]?[jt]sx?$/;
 
+// What decides a verdict runs after workspace code and must not go through what that code can change
+// in this realm: Array.prototype, RegExp.prototype and the iterator prototypes are watched, not
+// frozen (guard-lockdown.js), and a change there is reported only at the next check point. So the
+// decisions below use indexed loops and these pinned functions, never an array method, an iterator
+// (for-of, spread, destructuring) or a RegExp method looked up on the prototype.
+const { exec: reExec, test: reTest } = RegExp.prototype;
+function pinned(re) {
+  defineProperty(re, 'exec', { value: reExec });  // RegExp.prototype.test looks `exec` up on the object
+  return Object.freeze(re);
+}
+pinned(CONFIG_RE);
+pinned(TEST_NAME_RE);
+const matches = (re, text) => apply(reTest, re, [text]);
+function has(list, x) {
+  for (let i = 0; i < list.length; i++) if (list[i] === x) return true;
+  return false;
+}
+
 const protectedFiles = new Set(); // absolute paths: Jest's test files and config-named files
 
 function inWorkspace(p) {
@@ -56,11 +74,11 @@ function isProtected(p) {
   if (!inWorkspace(p)) return false;
   if (protectedFiles.has(p)) return true;
   const parts = path.relative(WS, p).split(path.sep);
-  if (parts.includes('node_modules')) return false;
+  if (has(parts, 'node_modules')) return false;
   if (parts.length > 1 && TOP_TEST_DIRS.has(parts[0])) return true;
-  if (parts.some((s) => TEST_DIRS.has(s))) return true;
+  for (let i = 0; i < parts.length; i++) if (TEST_DIRS.has(parts[i])) return true;
   const base = parts[parts.length - 1];
-  return CONFIG_RE.test(base) || TEST_NAME_RE.test(base);
+  return matches(CONFIG_RE, base) || matches(TEST_NAME_RE, base);
 }
 
 // A project's dependencies when the sandbox mounts them read-only at <workspace>/node_modules
@@ -116,7 +134,7 @@ function fileRecord(testPath) {
 
 function note(list, what) {
   const text = String(what).slice(0, 300);
-  if (list.length < 20 && !list.includes(text)) push(list, text);
+  if (list.length < 20 && !has(list, text)) push(list, text);
 }
 
 function tamperIn(rec, what) { note(rec.tamper, what); }
@@ -137,7 +155,7 @@ function checkHost() {
 function takeRun() {
   checkHost();
   const out = { files: {}, tamper: run ? run.tamper : [] };
-  if (run) for (const [p, rec] of run.files) out.files[path.relative(WS, p)] = rec;
+  if (run) run.files.forEach((rec, p) => { out.files[path.relative(WS, p)] = rec; }); // no iterator
   run = null;
   return out;
 }
@@ -238,7 +256,7 @@ function hostLoads() {
   const Module = require('module');
   const compile = Module.prototype._compile;
   function _compile(content, filename) {
-    if (untrusted(filename) && !path.relative(WS, filename).split(path.sep).includes('node_modules')) {
+    if (untrusted(filename) && !has(path.relative(WS, filename).split(path.sep), 'node_modules')) {
       const rel = path.relative(WS, filename);
       let sig = null;
       try {
@@ -436,7 +454,11 @@ function guardedRuntime(Base, jestDir) {
         get: () => cache || (cache = new Proxy(Object.create(null), {
           get: (_, key) => (typeof key === 'string' ? facade(runtime._moduleRegistry.get(key), rec) : undefined),
           has: (_, key) => typeof key === 'string' && !isProtected(key) && runtime._moduleRegistry.has(key),
-          ownKeys: () => Array.from(runtime._moduleRegistry.keys()).filter((k) => !isProtected(k)),
+          ownKeys: () => {
+            const keys = [];
+            runtime._moduleRegistry.forEach((_, k) => { if (!isProtected(k)) push(keys, k); });
+            return keys;
+          },
           getOwnPropertyDescriptor: () => ({ configurable: true, enumerable: true }),
           defineProperty: () => true, deleteProperty: () => true, set: () => true,
         })),
@@ -480,7 +502,9 @@ function facade(mod, rec) {
   if (isProtected(mod.filename)) {
     const info = { id: mod.id, filename: mod.filename, path: mod.path };
     defineProperty(info, 'loaded', { get: () => mod.loaded, enumerable: true });
-    for (const key of ['require', 'exports', 'children', 'parent', 'main']) {
+    const hiddenKeys = ['require', 'exports', 'children', 'parent', 'main'];
+    for (let i = 0; i < hiddenKeys.length; i++) {
+      const key = hiddenKeys[i];
       defineProperty(info, key, {
         get() {
           tamperIn(rec, `workspace code reached ${key} of ${path.relative(WS, mod.filename)}`);
@@ -493,7 +517,13 @@ function facade(mod, rec) {
     f = new Proxy(mod, {
       get(target, key) {
         if (key === 'parent' || key === 'main') return facade(target[key], rec);
-        if (key === 'children') return Array.isArray(target.children) ? target.children.map((c) => facade(c, rec)) : target.children;
+        if (key === 'children') {
+          const kids = target.children;
+          if (!Array.isArray(kids)) return kids;
+          const out = [];
+          for (let i = 0; i < kids.length; i++) push(out, facade(kids[i], rec));
+          return out;
+        }
         return target[key];
       },
     });
