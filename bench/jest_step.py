@@ -63,6 +63,24 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
 
 
+def container_cpu_ms(name: str) -> float | None:
+    """CPU time a container has used so far (its cgroup's count: runner, Jest host and all), or None
+    where this machine's cgroup layout is not one of the usual three. Unlike wall time, it does not
+    move with what else the shared machine is running."""
+    cid = subprocess.run(
+        ["docker", "inspect", "-f", "{{.Id}}", name], capture_output=True, text=True
+    ).stdout.strip()
+    v1 = Path(f"/sys/fs/cgroup/cpuacct/docker/{cid}/cpuacct.usage")
+    if v1.exists():
+        return int(v1.read_text()) / 1e6
+    for v2 in (f"system.slice/docker-{cid}.scope", f"docker/{cid}"):
+        stat = Path("/sys/fs/cgroup") / v2 / "cpu.stat"
+        if stat.exists():
+            fields = dict(line.split() for line in stat.read_text().splitlines())
+            return int(fields["usage_usec"]) / 1e3
+    return None
+
+
 def check_ok(proc: subprocess.CompletedProcess, way: str) -> None:
     out = proc.stdout
     report = json.loads(out[out.index("{") :])
@@ -145,6 +163,7 @@ def main() -> int:
         for fn in ways.values():  # warm every path once
             fn()
         times: dict[str, list[float]] = {w: [] for w in ways}
+        cpu0 = {"etai": container_cpu_ms(sb.name), "noguard": container_cpu_ms(bare.name)}
         for i in range(args.steps):
             order = list(ways)
             random.shuffle(order)
@@ -154,6 +173,12 @@ def main() -> int:
                 times[w].append((time.perf_counter() - t0) * 1000)
             print(f"\rround {i + 1}/{args.steps}", end="", file=sys.stderr, flush=True)
         print(file=sys.stderr)
+        # Per way, from its own container: `exec` runs in etai's, so it is left out then.
+        cpu = {
+            w: (container_cpu_ms(s.name) - cpu0[w]) / args.steps
+            for w, s in (("etai", sb), ("noguard", bare))
+            if w in ways and cpu0[w] is not None and not (w == "etai" and "exec" in ways)
+        }
     finally:
         sb.close()
         bare.close()
@@ -179,6 +204,11 @@ def main() -> int:
         f"({p50['noguard']:.1f} -> {p50['etai']:.1f} ms), {100 * (paired - 1):+.1f}% as the median "
         f"of paired rounds (budget +10%)"
     )
+    if len(cpu) == 2:
+        print(
+            f"CPU per step (the container's cgroup): {cpu['noguard']:.1f} -> {cpu['etai']:.1f} ms, "
+            f"{100 * (cpu['etai'] / cpu['noguard'] - 1):+.1f}% (steady under a noisy machine)"
+        )
     return 0
 
 
