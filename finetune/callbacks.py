@@ -20,8 +20,9 @@ HarnessEval runs on every rank and never raises into the trainer:
 
 The time budget (``budget_s``, from the evaluation's start: image, preflight, rollouts) is
 enforced by the agent (``harness.agents.hf``): past it, an episode not yet started never starts
-its sandbox (a ``skipped_budget`` row: not run), and a running one stops at its next generation
-(an ``infra_error`` row); at most the verification already under way finishes. Both are in no
+its sandbox (a ``skipped_budget`` row: not run), one whose sandbox is still starting is given up
+at the deadline (``harness.loop``; ``skipped_budget`` too), and a running one stops at its next
+generation (an ``infra_error`` row); at most the verification already under way finishes. Both are in no
 denominator, are retried by a rerun, and are counted as ``harness/skipped_budget`` and
 ``harness/stopped_budget``; ``harness/complete`` is 0. The image and the preflight are cached on
 the machine after the first evaluation; a cold first one is not cut short. Results go to

@@ -9,6 +9,8 @@ Nothing the agent or its code does escapes as an exception: failures become the 
 
 from __future__ import annotations
 
+import atexit
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -111,7 +113,12 @@ def run_episode(
         check_available(
             agent
         )  # a server this run already found unreachable: no sandbox, no retries
-        sb = start_sandbox(session)
+        deadline = getattr(agent, "deadline", None)
+        sb = (
+            start_sandbox(session)
+            if deadline is None
+            else _start_before(deadline, start_sandbox, session, agent.spec)
+        )
         _play(sb, session, agent, sample, row, k=k, max_steps=max_steps, passing=passing, gold=gold)
     except BudgetSkipped as e:  # not run at all: its own status, not a failure of the machinery
         row.update(status=Status.SKIPPED_BUDGET.value, reason=str(e))
@@ -127,6 +134,52 @@ def run_episode(
         row.setdefault("steps_used", len(row["steps"]))
         row["duration_s"] = round(time.monotonic() - t0, 3)
     return row
+
+
+_abandoned: list[threading.Thread] = []
+
+
+@atexit.register
+def _await_abandoned() -> None:
+    # Their sandboxes are closed when each start ends: a process exiting first would leave them.
+    for t in list(_abandoned):
+        t.join(timeout=60)
+
+
+def _start_before(deadline: float, start: SandboxFactory, session: Session, spec: str) -> Sandbox:
+    """``start(session)``, given up at ``deadline`` (an agent's time budget, the in-training
+    evaluation's): a container start on a busy machine can take seconds, and an episode whose
+    sandbox is not ready by then would only be stopped at its first step. Given up, the episode is
+    not run (BudgetSkipped); the start goes on in its thread, which closes what it made."""
+    lock, box, done = threading.Lock(), {}, threading.Event()
+
+    def go() -> None:
+        try:
+            box["sb"] = start(session)
+        except BaseException as e:  # handed to the caller, or dropped if it gave up
+            box["error"] = e
+        with lock:
+            done.set()
+            late = box.get("late", False)
+        if late and "sb" in box:
+            close_quietly(box["sb"])
+        if late:
+            _abandoned.remove(threading.current_thread())
+
+    t = threading.Thread(target=go, name=f"etai-start-{session.session_id}", daemon=True)
+    t.start()
+    if not done.wait(max(0.0, deadline - time.monotonic())):
+        with lock:
+            if not done.is_set():
+                box["late"] = True
+                _abandoned.append(t)
+                raise BudgetSkipped(
+                    f"{spec}: the evaluation's time budget ran out while its sandbox started; "
+                    "episode not started"
+                )
+    if "error" in box:
+        raise box["error"]
+    return box["sb"]
 
 
 def _new_row(session: Session, agent: Agent, sample: int, k: int, max_steps: int) -> dict[str, Any]:

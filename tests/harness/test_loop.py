@@ -6,13 +6,16 @@ found the pristine workspace not green (loop.UNCHANGED); every other episode is 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from harness import loop
 from harness.agents import AgentContext, from_spec
 from harness.agents._builtin import ScriptedEpisode
 from harness.etai_format import Action
 from harness.loop import preflight, run_episode
-from harness.sandbox import Limits, provider
+from harness.sandbox import Limits, _docker, provider
 from harness.sessions import load_suite
 from harness.verify import Gold
 
@@ -101,3 +104,36 @@ def test_without_a_preflight_an_unchanged_workspace_is_verified(setting):
 def test_an_episode_that_edits_is_verified(setting):
     row, runs = _episode(setting, from_spec("oracle", setting[2]), with_preflight=True)
     assert runs >= 1 and row["green"] and row["status"] == "passed"
+
+
+class OutOfTime(RunsTheTests):
+    """An agent whose time budget (the in-training evaluation's ``deadline``) is already spent."""
+
+    def __init__(self, test_file: str):
+        super().__init__(test_file)
+        self.deadline = time.monotonic()
+
+
+def test_a_sandbox_not_ready_by_the_agents_deadline_is_given_up_and_closed(setting):
+    suite, session, ctx, prepared, flight = setting
+    started = []
+
+    def start(s):
+        sb = prepared.start(s.workspace)
+        started.append(sb.name)
+        return sb
+
+    row = run_episode(
+        session,
+        OutOfTime(session.verify_files[0]),
+        0,
+        start_sandbox=start,
+        k=3,
+        max_steps=10,
+        passing=flight["passing"],
+        gold=Gold.from_json(flight["gold"]),
+    )
+    assert row["status"] == "skipped_budget" and row["steps"] == [], row
+    assert "ran out while its sandbox started" in row["reason"]
+    loop._await_abandoned()  # what the process does at exit
+    assert len(started) == 1 and started[0] not in _docker.leftovers()  # it started, then closed
