@@ -94,7 +94,7 @@ def test_one_second_budget_returns_within_one_verification(tmp_path, tiny_overri
         f"budget 1 s: eval {seconds:.2f} s, one verification {verification:.2f} s, "
         f"{skipped:.0f} skipped, {stopped:.0f} stopped, {n} sessions"
     )
-    # budget + one verification, with room for the sandboxes already starting (one per worker)
-    # and the run's bookkeeping; a run that started every episode takes n/2 sandbox starts.
-    assert seconds <= 1 + 3 * verification + 5
+    # The Done-when bound of #17: budget + one verification (a sandbox still starting at the
+    # deadline is given up there, so none runs past it by a whole start).
+    assert seconds <= 1 + verification
     assert not math.isnan(seconds)
