@@ -84,10 +84,9 @@ def free_port():
     return reserve_port
 
 
-@pytest.fixture
-def sandbox_starts(monkeypatch):
-    """The names of the sandbox containers this process creates from now on (the real
-    ``create_container`` still runs; this only counts): "nothing ran" is then a count, not a time."""
+def count_sandbox_starts(patcher: pytest.MonkeyPatch) -> list[str]:
+    """Through ``patcher``: the names of the sandbox containers this process creates from then on
+    (the real ``create_container`` still runs; this only counts)."""
     from harness.sandbox import _docker
 
     made: list[str] = []
@@ -98,8 +97,15 @@ def sandbox_starts(monkeypatch):
         made.append(name)
         return c, name
 
-    monkeypatch.setattr(_docker, "create_container", counting)
+    patcher.setattr(_docker, "create_container", counting)
     return made
+
+
+@pytest.fixture
+def sandbox_starts(monkeypatch):
+    """The sandbox containers this process creates from now on: "nothing ran" is then a count,
+    not a time."""
+    return count_sandbox_starts(monkeypatch)
 
 
 @pytest.fixture
@@ -149,6 +155,12 @@ class BundledRun:
     sandboxes: int  # sandbox containers the run created
     seconds: float
 
+    @staticmethod
+    def command(out: Path) -> list[str]:
+        """The command that made it, writing to ``out``: a test reruns it on a copy."""
+        run = ["run", "--suite", "jest-bugfix", "--agent", "oracle", "--agent", "noop"]
+        return [*run, "--out", str(out), "--json", "--no-progress"]
+
 
 @pytest.fixture(scope="session")
 def bundled_oracle_noop(tmp_path_factory) -> BundledRun:
@@ -157,35 +169,12 @@ def bundled_oracle_noop(tmp_path_factory) -> BundledRun:
     and gate tests read its folder. Nobody writes to ``out``; a test that reruns copies it first.
     Run in this process (``harness.cli.main``) so that the sandboxes it starts can be counted."""
     from harness.cli import main
-    from harness.sandbox import _docker
 
     out = tmp_path_factory.mktemp("runs") / "bundled"
-    made: list[str] = []
-    real = _docker.create_container
-
-    def counting(*args, **kwargs):
-        c, name = real(*args, **kwargs)
-        made.append(name)
-        return c, name
-
     printed = io.StringIO()
     t0 = time.monotonic()
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(printed):
-        mp.setattr(_docker, "create_container", counting)
-        rc = main(
-            [
-                "run",
-                "--suite",
-                "jest-bugfix",
-                "--agent",
-                "oracle",
-                "--agent",
-                "noop",
-                "--out",
-                str(out),
-                "--json",
-                "--no-progress",
-            ]
-        )
+        made = count_sandbox_starts(mp)
+        rc = main(BundledRun.command(out))
     assert rc == 0, printed.getvalue()[-2000:]
     return BundledRun(out, json.loads(printed.getvalue()), len(made), time.monotonic() - t0)

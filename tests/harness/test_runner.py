@@ -61,24 +61,7 @@ def test_oracle_and_noop_on_the_bundled_suite(
     assert bundled_oracle_noop.sandboxes, "the first run started sandboxes"
     out = tmp_path / "run"
     shutil.copytree(bundled_oracle_noop.out, out)
-    assert (
-        main(
-            [
-                "run",
-                "--suite",
-                "jest-bugfix",
-                "--agent",
-                "oracle",
-                "--agent",
-                "noop",
-                "--out",
-                str(out),
-                "--json",
-                "--no-progress",
-            ]
-        )
-        == 0
-    )
+    assert main(bundled_oracle_noop.command(out)) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["agents"] == summary["agents"]
     assert sandbox_starts == []
