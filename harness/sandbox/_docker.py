@@ -9,6 +9,8 @@ label), and ``prune()`` removes leftovers of dead processes at start-up.
 from __future__ import annotations
 
 import atexit
+import hashlib
+import json
 import os
 import socket
 import subprocess
@@ -24,6 +26,13 @@ from harness.sandbox._runner import RunnerSandbox, jest_hosts, workspace_files
 
 LABEL = "etai"
 UID = "10001:10001"
+NO_IPC = {
+    "kernel.shmmni": "0",
+    "kernel.msgmni": "0",
+    "kernel.sem": "0 0 0 0",
+    "fs.mqueue.queues_max": "0",
+}
+REUSES = 50  # episodes one container may hold in turn before the pool removes it
 _LIVE: set[str] = set()  # containers this process created and has not removed yet
 _client = None
 _client_lock = threading.Lock()
@@ -119,6 +128,10 @@ def create_container(
             tmpfs={"/scratch": scratch},
             mounts=mounts,
             ipc_mode="none",
+            # No System V or POSIX IPC objects at all: they would outlive every process of an
+            # episode in the container's IPC namespace (python3 reaches them through ctypes), and
+            # a container the pool reuses must hold nothing of the last one (#15).
+            sysctls=NO_IPC,
             mem_limit=f"{limits.memory_mb}m",
             memswap_limit=f"{limits.memory_mb}m",
             pids_limit=limits.pids,
@@ -155,13 +168,38 @@ def kill_and_remove(name: str) -> None:
     _LIVE.discard(name)
 
 
+RUNNER = ["node", "/opt/etai/runner.js"]
+
+
 class DockerSandbox(RunnerSandbox):
     kind = "docker"
+    _pool: Pool | None = None  # set while a pool's episode holds it: close() then offers it back
+    uses = 1  # episodes this container has held, this one included
+    kept_hosts = 0  # Jest hosts the last reset kept (they had run nothing but the template)
+    _handed_on = False  # the next episode holds this container and runner now
 
     def __init__(self, image: str, limits: Limits, *, run_id: str | None = None):
         self.image = image
-        self.name, proc = piped(image, limits, ["node", "/opt/etai/runner.js"], run_id=run_id)
+        self.name, proc = piped(image, limits, RUNNER, run_id=run_id)
         super().__init__(proc, limits)
+
+    def close(self) -> None:
+        if self._handed_on:
+            return
+        pool, self._pool = self._pool, None
+        if pool is None:
+            super().close()
+        else:
+            pool.give_back(self)
+
+    def handed_on(self, kept_hosts: int) -> DockerSandbox:
+        """The same container and runner as a new sandbox for the next episode (after the runner's
+        ``reset``); this one then reads as closed, and closing it does nothing."""
+        nxt = object.__new__(DockerSandbox)
+        nxt.__dict__.update(self.__dict__)
+        nxt.uses, nxt.kept_hosts = self.uses + 1, kept_hosts
+        self._dead, self._handed_on = "closed", True
+        return nxt
 
     def _kill(self) -> None:
         kill_and_remove(self.name)
@@ -177,53 +215,113 @@ def _reap_own() -> None:
 
 
 class Pool:
-    """Pre-started containers (runner loaded, Jest warming) so that ``acquire`` costs only the upload."""
+    """Pre-started containers (runner loaded, Jest warming) so that ``acquire`` costs only the upload.
+
+    A container whose episode ended cleanly comes back (``give_back``) and gets a fresh runner,
+    which first ends every process of that episode and empties its scratch space (runner.js
+    ``resetContainer``): ready again for a fraction of a new container's cost (#15). At most twice
+    ``size`` containers exist at once, those out with episodes included."""
 
     def __init__(self, image: str, limits: Limits, size: int = 2, run_id: str | None = None):
         self.image, self.limits, self.size, self.run_id = image, limits, size, run_id
         self._ready: list[DockerSandbox] = []
         self._cv = threading.Condition()
         self._closed = False
-        self._starting = 0
+        self._starting = 0  # new containers and resets under way
+        self._out = 0  # handed to episodes and not given back yet
+        self._listed: dict[str, dict[str, list[str]]] = {}  # workspace digest -> what init listed
         self._threads: list[threading.Thread] = []
         self._fill()
 
+    def _spawn(self, target) -> None:
+        t = threading.Thread(target=target, daemon=True)
+        self._threads.append(t)
+        t.start()
+
     def _fill(self) -> None:
         with self._cv:
-            need = self.size - len(self._ready) - self._starting
-            self._starting += max(0, need)
-        for _ in range(max(0, need)):
-            t = threading.Thread(target=self._start_one, daemon=True)
-            self._threads.append(t)
-            t.start()
+            total = len(self._ready) + self._starting + self._out
+            need = max(0, min(self.size - len(self._ready) - self._starting, 2 * self.size - total))
+            self._starting += need
+        for _ in range(need):
+            self._spawn(self._start_one)
 
     def _start_one(self) -> None:
         try:
             sb = DockerSandbox(self.image, self.limits, run_id=self.run_id)
         except Exception:
             sb = None
+        self._add(sb)
+
+    def _add(self, sb: DockerSandbox | None) -> None:
         with self._cv:
             self._starting -= 1
             if sb is not None and not self._closed:
                 self._ready.append(sb)
                 self._cv.notify()
                 return
+            self._cv.notify()  # an acquirer waiting for this start makes its own
         if sb is not None:
             close_quietly(sb)
 
     def acquire(self, workspace: Path) -> DockerSandbox:
         files = workspace_files(workspace)
         with self._cv:
+            # A start or reset under way is ready sooner than a container made now.
+            self._cv.wait_for(lambda: self._ready or not self._starting, timeout=60)
             sb = self._ready.pop() if self._ready else None
-        if sb is None:
-            sb = DockerSandbox(self.image, self.limits, run_id=self.run_id)
+            self._out += 1
+        try:
+            if sb is None:
+                sb = DockerSandbox(self.image, self.limits, run_id=self.run_id)
+        except BaseException:
+            with self._cv:
+                self._out -= 1
+            raise
+        sb._pool = self
         self._fill()
-        return sb.init_workspace(files)
+        # Episodes of one session start from the same files: the test files and config files an
+        # earlier init listed for them are passed on, and the runner then loads no workspace code
+        # before the agent acts (a no-op episode leaves its warm Jest hosts reusable; #15).
+        key = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+        sb.init_workspace(files, listed=self._listed.get(key))
+        if sb.test_files:
+            self._listed[key] = {"test_files": sb.test_files, "config_files": sb.config_files}
+        return sb
+
+    def give_back(self, used: DockerSandbox) -> None:
+        """``used``'s episode is over: its runner resets the container for the next episode, or it
+        is removed (its runner dead or timed out, ``REUSES`` episodes held, or the pool closed)."""
+        with self._cv:
+            self._out -= 1
+            keep = not used._dead and not self._closed and used.uses < REUSES
+            if keep:
+                self._starting += 1
+        if not keep:
+            try:
+                RunnerSandbox.close(used)
+            finally:
+                self._fill()
+            return
+
+        def reset() -> None:
+            sb = None
+            try:
+                done = used.request("reset", {}, timeout=30)
+                sb = used.handed_on(int(done.get("kept_hosts", 0)))
+            except Exception:  # not reset: removed, never reused
+                close_quietly(used)
+            self._add(sb)
+            if sb is None:
+                self._fill()
+
+        self._spawn(reset)
 
     def close(self) -> None:
         with self._cv:
             self._closed = True
             ready, self._ready = self._ready, []
+            self._cv.notify_all()
         for sb in ready:
             close_quietly(sb)
         for t in self._threads:  # a start still in flight must not outlive us untracked
@@ -246,19 +344,23 @@ def piped(
         image, limits, run_id=run_id, name_prefix=name_prefix, trusted_root=trusted_root
     )
     try:
-        # A long-lived `docker exec -i` is the pipe. The SDK's attach socket would need hand
-        # demultiplexing of Docker's stream frames; the CLI does exactly that, over the same API.
-        proc = subprocess.Popen(
-            ["docker", "exec", "-i", *(["-u", "0:0"] if trusted_root else []), name, *argv],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # Ctrl-C reaches us, not the pipe; close() ends it
-        )
+        proc = _exec_pipe(name, argv, trusted_root=trusted_root)
     except BaseException:
         kill_and_remove(name)
         raise
     return name, proc
+
+
+def _exec_pipe(name: str, argv: list[str], *, trusted_root: bool) -> subprocess.Popen:
+    # A long-lived `docker exec -i` is the pipe. The SDK's attach socket would need hand
+    # demultiplexing of Docker's stream frames; the CLI does exactly that, over the same API.
+    return subprocess.Popen(
+        ["docker", "exec", "-i", *(["-u", "0:0"] if trusted_root else []), name, *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # Ctrl-C reaches us, not the pipe; close() ends it
+    )
 
 
 class DockerRun:

@@ -142,10 +142,17 @@ class RunnerSandbox:
         return answer["result"]
 
     # ------------------------------------------------------------------ the protocol
-    def init_workspace(self, files: dict[str, str]) -> RunnerSandbox:
-        """Upload the workspace; on any failure the sandbox closes itself. Returns self."""
+    def init_workspace(
+        self, files: dict[str, str], *, listed: dict[str, list[str]] | None = None
+    ) -> RunnerSandbox:
+        """Upload the workspace; on any failure the sandbox closes itself. Returns self. ``listed``:
+        the test and config files an earlier init of the very same files listed (else Jest lists
+        them, loading the workspace's config)."""
         try:
-            r = self.request("init", {"files": files}, timeout=60.0)
+            payload: dict[str, Any] = {"files": files}
+            if listed:
+                payload["listed"] = listed
+            r = self.request("init", payload, timeout=60.0)
         except BaseException:
             self.close()
             raise

@@ -114,8 +114,11 @@ class OutOfTime(RunsTheTests):
         self.deadline = time.monotonic()
 
 
-def test_a_sandbox_not_ready_by_the_agents_deadline_is_given_up_and_closed(setting):
-    suite, session, ctx, prepared, flight = setting
+def test_a_sandbox_not_ready_by_the_agents_deadline_is_given_up_and_closed(setting, image):
+    suite, session, ctx, _, flight = setting
+    # A pool of its own: a closed sandbox goes back to its pool, which removes it at cleanup; one
+    # never closed is not the pool's any more, and would be left behind.
+    prepared = provider("docker").prepare(Limits(memory_mb=1024, timeout_s=30), image=image)
     started = []
 
     def start(s):
@@ -123,17 +126,20 @@ def test_a_sandbox_not_ready_by_the_agents_deadline_is_given_up_and_closed(setti
         started.append(sb.name)
         return sb
 
-    row = run_episode(
-        session,
-        OutOfTime(session.verify_files[0]),
-        0,
-        start_sandbox=start,
-        k=3,
-        max_steps=10,
-        passing=flight["passing"],
-        gold=Gold.from_json(flight["gold"]),
-    )
-    assert row["status"] == "skipped_budget" and row["steps"] == [], row
-    assert "ran out while its sandbox started" in row["reason"]
-    loop._await_abandoned()  # what the process does at exit
+    try:
+        row = run_episode(
+            session,
+            OutOfTime(session.verify_files[0]),
+            0,
+            start_sandbox=start,
+            k=3,
+            max_steps=10,
+            passing=flight["passing"],
+            gold=Gold.from_json(flight["gold"]),
+        )
+        assert row["status"] == "skipped_budget" and row["steps"] == [], row
+        assert "ran out while its sandbox started" in row["reason"]
+        loop._await_abandoned()  # what the process does at exit
+    finally:
+        prepared.cleanup()
     assert len(started) == 1 and started[0] not in _docker.leftovers()  # it started, then closed

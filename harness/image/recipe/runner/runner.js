@@ -189,7 +189,8 @@ function hostCall(slot, msg, timeoutMs, outputCap) {
   h.outN = 0; h.tail = []; h.reason = null; h.heapOom = false; h.cap = outputCap || (1 << 20);
   // Every host learns the pristine workspace once, before its first look at the workspace: a host
   // started later (after a crash, or for another shard) loads the Jest config anew.
-  if (pristine && !h.toldPristine) { msg = Object.assign({ pristine }, msg); h.toldPristine = true; }
+  // (A template warm-up is not that look: the host drops what a `warm` message carries.)
+  if (pristine && !h.toldPristine && msg.op !== 'warm') { msg = Object.assign({ pristine }, msg); h.toldPristine = true; }
   return new Promise((resolve) => {
     const timer = setTimeout(() => { h.reason = 'timeout'; killHost(h); }, timeoutMs || 30000);
     h.pending = { nonce, resolve, timer };
@@ -205,6 +206,15 @@ function hostCall(slot, msg, timeoutMs, outputCap) {
     return { ok: false, reason: reason || 'no_result_record', exit_code: r.code, signal: r.signal,
       output_tail: r.tail, duration_ms, output_bytes: h.outN };
   });
+}
+
+// One run of a template project in a new host (jest-host.js `warm`), ahead of any request: the
+// workspace's first run is then a warm one. A failed warm-up costs nothing but the warmth.
+const warming = [];
+function warmHost(i) {
+  if (!hosts[i]) hosts[i] = startHost(i);
+  warming[i] = hostCall(i, { op: 'warm' }, 60000).catch(() => {});
+  return warming[i];
 }
 
 let testFiles = null; // the test files of the pristine workspace, listed at init
@@ -252,6 +262,7 @@ async function jestRun(req) {
   const files = req.test_files && req.test_files.length ? req.test_files : null;
   const n = Math.min(N_HOSTS, files ? files.length : (testFiles || []).length) || 1;
   const t0 = Date.now();
+  await Promise.all(warming.slice(0, n)); // a host still on its template run finishes it first
   const parts = await Promise.all([...Array(n).keys()].map((i) => hostCall(i,
     { test_files: files, name_pattern: req.name_pattern || null, shard: n > 1 ? `${i + 1}/${n}` : null,
       protected: protectedFiles },
@@ -356,14 +367,25 @@ const handlers = {
     git(['add', '-A']);
     git(['-c', 'commit.gpgsign=false', 'commit', '-q', '--allow-empty', '-m', 'etai baseline']);
     pristine = fileSigs(WS);
-    const listed = await hostCall(0, { op: 'list' }, 60000);
-    testFiles = listed.ok ? listed.answer.files : [];
-    const configFiles = listed.ok ? listed.answer.config_files || [] : [];
+    let listed = req.listed; // what an earlier init of these very files listed (harness/sandbox/_docker.py)
+    if (!listed) {
+      await warming[0];
+      untrusted = true; // the listing loads the workspace's Jest config into the host
+      const r = await hostCall(0, { op: 'list' }, 60000);
+      listed = r.ok ? { test_files: r.answer.files, config_files: r.answer.config_files || [] } : {};
+    }
+    testFiles = listed.test_files || [];
+    const configFiles = listed.config_files || [];
     protectedFiles = testFiles.concat(configFiles);
+    // The other hosts are needed only by runs of several test files: started now, while the agent
+    // thinks, and not for a workspace of one (each costs ~0.5 s of CPU to load and warm; #15).
+    if (testFiles.length > 1) for (let i = 1; i < N_HOSTS; i++) warmHost(i);
     return { files: Object.keys(req.files || {}).length, test_files: testFiles, config_files: configFiles };
   },
 
-  jest: (req) => jestRun(req),
+  jest: (req) => { untrusted = true; return jestRun(req); },
+
+  reset: () => resetContainer(),
 
   read: (req) => {
     const p = resolvePath(req.path);
@@ -420,8 +442,11 @@ const handlers = {
     return { hashes: out };
   },
 
-  exec: (req) => runCommand(req.argv, { timeoutMs: req.timeout_ms, outputCap: req.output_cap,
-    input: req.stdin_b64 ? Buffer.from(req.stdin_b64, 'base64') : null }),
+  exec: (req) => {
+    untrusted = true;
+    return runCommand(req.argv, { timeoutMs: req.timeout_ms, outputCap: req.output_cap,
+      input: req.stdin_b64 ? Buffer.from(req.stdin_b64, 'base64') : null });
+  },
 };
 
 let queue = Promise.resolve();
@@ -442,6 +467,76 @@ function handle(line) {
   });
 }
 
+// ---------------------------------------------------------------- reuse of a container (#15)
+// After an episode the harness's pool may ask this runner to `reset` the container for the next
+// one instead of removing it. The runner ends every process but the container's own (tini as PID 1,
+// and its `sleep`) and itself, and empties the scratch tmpfs: the root file system is read-only
+// and System V and POSIX IPC are switched off (sysctls, harness/sandbox/_docker.py), so those
+// processes and that folder are all an episode could leave. One exception: Jest hosts that ran
+// nothing but the template are kept when no workspace code ran at all in the episode (no Jest
+// run, no command, no listing of the workspace's config): the sandbox user then ran nothing but
+// them. Any doubt is an error, and the harness removes the container instead.
+let untrusted = false; // workspace code has run since the last reset
+
+function procInfo(pid) {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const field = (k) => (status.match(new RegExp(`^${k}:\\s*(\\S+)`, 'm')) || [])[1];
+    return { uid: Number(field('Uid')), ppid: Number(field('PPid')), state: field('State'),
+      cmd: fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1') };
+  } catch (e) { return null; } // gone meanwhile
+}
+
+function endProcesses(keep) {
+  for (let round = 0; ; round++) {
+    let alive = 0;
+    for (const d of fs.readdirSync('/proc')) {
+      const pid = Number(d);
+      if (!/^\d+$/.test(d) || pid === 1 || pid === process.pid || keep.includes(pid)) continue;
+      const p = procInfo(pid);
+      if (!p || p.state === 'Z') continue; // a zombie runs nothing; PID 1 (tini) reaps it
+      if (p.uid === 0 && p.ppid === 1 && p.cmd === 'sleep\0infinity\0') continue; // the container's own
+      alive++;
+      try { process.kill(pid, 'SIGKILL'); } catch (e) { /* gone */ }
+    }
+    if (alive === 0) return;
+    if (round >= 50) throw new Error(`reset: ${alive} processes still alive after ${round} rounds`);
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10); // let SIGKILL land
+  }
+}
+
+function emptyScratch(scratch) {
+  // What the sandbox user made, it removes itself (this process has no CAP_DAC_OVERRIDE or
+  // CAP_FOWNER, so it may not unlink inside that user's folders); then the rest goes. The
+  // workspace folder itself stays (a kept host's working directory), emptied.
+  cp.spawnSync('sh', ['-c', 'chmod -R u+rwX "$1" 2>/dev/null; find "$1" -depth -mindepth 1 -user "$2" -delete 2>/dev/null; true',
+    'sh', scratch, String(SANDBOX_ID)], { uid: SANDBOX_ID, gid: SANDBOX_ID, timeout: 20000, stdio: 'ignore' });
+  for (const dir of [scratch, WS]) {
+    for (const e of fs.readdirSync(dir)) {
+      if (path.join(dir, e) !== WS) fs.rmSync(path.join(dir, e), { recursive: true, force: true });
+    }
+  }
+  const left = fs.readdirSync(scratch).filter((e) => path.join(scratch, e) !== WS).concat(fs.readdirSync(WS));
+  if (left.length) throw new Error(`reset: the scratch space still holds ${left.join(', ')}`);
+  for (const kind of ['shm', 'msg', 'sem']) {
+    let lines = [];
+    try { lines = fs.readFileSync(`/proc/sysvipc/${kind}`, 'utf8').trim().split('\n').slice(1); } catch (e) { /* none */ }
+    if (lines.some((l) => l.trim())) throw new Error(`reset: System V ${kind} objects exist`);
+  }
+}
+
+function resetContainer() {
+  if (!AS_ROOT || path.dirname(WS) === '/') throw new Error('reset: only a root runner with a scratch folder resets');
+  const kept = untrusted ? [] : hosts.filter(Boolean);
+  if (untrusted) { hosts.forEach((h) => h && killHost(h)); hosts.fill(null); warming.length = 0; }
+  endProcesses(kept.map((h) => h.proc.pid));
+  emptyScratch(path.dirname(WS));
+  makeScratch();
+  testFiles = null; protectedFiles = []; pristine = null; untrusted = false;
+  if (!hosts[0]) warmHost(0); // answered now; the next Jest run waits for the warm-up
+  return { reset: true, kept_hosts: kept.length };
+}
+
 let buf = '';
 process.stdin.on('data', (d) => {
   buf += d;
@@ -449,13 +544,14 @@ process.stdin.on('data', (d) => {
   while ((i = buf.indexOf('\n')) >= 0) { const line = buf.slice(0, i); buf = buf.slice(i + 1); if (line.trim()) handle(line); }
 });
 process.stdin.on('end', () => { hosts.forEach((h) => h && killHost(h)); process.exit(0); });
-fs.mkdirSync(WS, { recursive: true, mode: 0o755 });
-if (process.env.TMPDIR) {
-  fs.mkdirSync(process.env.TMPDIR, { recursive: true });
-  if (AS_ROOT) fs.chmodSync(process.env.TMPDIR, 0o1777); // the sandbox user's scratch space
+function makeScratch() {
+  fs.mkdirSync(WS, { recursive: true, mode: 0o755 });
+  if (process.env.TMPDIR) {
+    fs.mkdirSync(process.env.TMPDIR, { recursive: true });
+    if (AS_ROOT) fs.chmodSync(process.env.TMPDIR, 0o1777); // the sandbox user's scratch space
+  }
 }
-for (let i = 0; i < N_HOSTS; i++) hosts[i] = startHost(i); // load Jest now, while the sandbox waits in the pool
+makeScratch();
+hosts[0] = startHost(0); // load Jest now, while the sandbox waits in the pool
 answer(null, { ok: true, result: { ready: true, pid: process.pid } });
-// Then one run of a template project in each host (jest-host.js `warm`), ahead of any request: the
-// workspace's first run is then a warm one. A failed warm-up costs nothing but the warmth.
-for (let i = 0; i < N_HOSTS; i++) queue = queue.then(() => hostCall(i, { op: 'warm' }, 60000)).catch(() => {});
+queue = queue.then(() => warmHost(0));

@@ -1,0 +1,147 @@
+"""The pool's reuse of a container (harness/sandbox/_docker.py ``Pool.give_back``, runner.js
+``resetContainer``): the next episode in a reused container sees nothing of the one before — no
+file, no process, nothing in /tmp or Jest's cache folder, no Jest host (and so no module registry)
+— and no IPC object can carry anything across. Real Docker, real Jest."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from harness import sandbox, tools
+from harness.sandbox import Limits
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+LIMITS = Limits(memory_mb=512, timeout_s=20, scratch_mb=64)
+
+# Episode A's test leaves what it can: a file in TMPDIR, one in Jest's cache folder, a process in
+# a session of its own (so no process group of the runner's holds it) that keeps writing, and the
+# pids of that process and of the Jest host it ran in.
+LEAVE = r"""
+const fs = require('fs');
+const cp = require('child_process');
+test('leaves things behind', () => {
+  const tmp = process.env.TMPDIR;
+  fs.writeFileSync(`${tmp}/left-by-a.txt`, 'what episode a knew');
+  fs.mkdirSync(`${tmp}/jest-cache`, { recursive: true });
+  fs.writeFileSync(`${tmp}/jest-cache/from-a`, 'cached by a');
+  const child = cp.spawn('sh', ['-c', `while true; do echo a >> ${tmp}/writer-a.log; sleep 0.1; done`],
+    { detached: true, stdio: 'ignore' });
+  child.unref();
+  fs.writeFileSync(`${tmp}/a-pids`, `${process.pid} ${child.pid}`);
+  expect(1).toBe(1);
+});
+"""
+GOOD = "test('fine', () => { expect(1).toBe(1); });\n"
+# Every process in the container: pid -> (uid, command line).
+PROCS = (
+    "import json, os\n"
+    "out = {}\n"
+    "for p in filter(str.isdigit, os.listdir('/proc')):\n"
+    "    try:\n"
+    "        uid = int(open(f'/proc/{p}/status').read().split('Uid:')[1].split()[0])\n"
+    "        out[p] = [uid, open(f'/proc/{p}/cmdline', 'rb').read().decode('latin1')]\n"
+    "    except (OSError, IndexError):\n"
+    "        pass\n"
+    "print(json.dumps(out))\n"
+)
+
+
+def _wait_for_ready(prepared, name: str, timeout: float = 60.0) -> None:
+    """Until the pool holds the container ``name`` again (its reset is done). The pool's ready list
+    is private: this test is of the pool itself."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if any(sb.name == name for sb in prepared._pool._ready):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"container {name} did not come back to the pool within {timeout} s")
+
+
+def _kind(pid: str, uid: int, cmd: str) -> str:
+    if pid == "1":
+        return "init"
+    if uid == 0 and cmd == "sleep\0infinity\0":
+        return "sleep"
+    if uid == 0 and cmd.endswith("/opt/etai/runner.js\0"):
+        return "runner"
+    if uid == 10001 and cmd.endswith("/opt/etai/jest-host.js\0"):
+        return "jest host"
+    if uid == 10001 and "import json, os" in cmd:
+        return "listing"
+    return f"other: {uid} {cmd!r}"
+
+
+def test_a_reused_container_shows_nothing_of_the_episode_before(tmp_path, image, make_project):
+    prepared = sandbox.provider("docker").prepare(LIMITS, workers=1, image=image)
+    try:
+        a = prepared.start(
+            make_project(
+                tmp_path / "a",
+                {"tests/leave.test.js": LEAVE, "src/only-in-a.js": "module.exports = 'a';\n"},
+            )
+        )
+        r = tools.call(a, "jest_run", {"test_file": "tests/leave.test.js"})
+        assert r.data["num_passed"] == 1, r.data
+        left = a.exec(["sh", "-c", "cat $TMPDIR/a-pids; echo; ls $TMPDIR $TMPDIR/jest-cache"])
+        host_pid, writer_pid = left.stdout.split("\n")[0].split()
+        assert "left-by-a.txt" in left.stdout and "from-a" in left.stdout, left
+        assert str(writer_pid) in json.loads(a.exec(["python3", "-c", PROCS]).stdout)
+        name = a.name
+        a.close()
+
+        _wait_for_ready(prepared, name)
+        b = prepared.start(make_project(tmp_path / "b", {"tests/b.test.js": GOOD}))
+        try:
+            assert (b.name, b.uses) == (name, 2)  # the same container, its second episode
+            procs = json.loads(b.exec(["python3", "-c", PROCS]).stdout)
+            assert host_pid not in procs and writer_pid not in procs, procs
+            # What runs now: the container's own two, one runner (B's), B's Jest host, this listing.
+            kinds = sorted(_kind(pid, uid, cmd) for pid, (uid, cmd) in procs.items())
+            assert kinds == ["init", "jest host", "listing", "runner", "sleep"], procs
+            scratch = b.exec(["ls", "-AR", "/scratch"]).stdout  # B's Jest makes its own cache
+            assert "b.test.js" in scratch, scratch
+            for gone in ("left-by-a.txt", "writer-a.log", "a-pids", "from-a", "only-in-a.js"):
+                assert gone not in scratch, scratch
+            ran = tools.call(b, "jest_run", {"test_file": "tests/b.test.js"})
+            assert ran.data["num_passed"] == 1, ran.data
+            # Nothing can be left in the IPC namespace either: no object can be made at all.
+            ipc = b.exec(
+                [
+                    "python3",
+                    "-c",
+                    "import ctypes; c = ctypes.CDLL(None); "
+                    "print(c.shmget(0, 4096, 0o1600), c.msgget(0, 0o1600), c.semget(0, 1, 0o1600))",
+                ]
+            )
+            assert ipc.stdout.split() == ["-1", "-1", "-1"], ipc
+        finally:
+            b.close()
+    finally:
+        prepared.cleanup()
+
+
+def test_warm_jest_hosts_are_kept_only_when_no_workspace_code_ran(tmp_path, image, make_project):
+    """The first episode of a workspace lists its tests (Jest loads its config: workspace code), so
+    its hosts go at the reset; later ones get that listing, and their hosts are kept unless the
+    episode ran Jest. Each count is the reset's after that very episode."""
+    work = make_project(tmp_path / "w", {"tests/ok.test.js": GOOD, "tests/two.test.js": GOOD})
+    prepared = sandbox.provider("docker").prepare(LIMITS, workers=1, image=image)
+    try:
+        kept = []
+        for step in ("lists", "nothing", "runs jest", "next"):
+            sb = prepared.start(work)
+            assert sb.test_files == ["tests/ok.test.js", "tests/two.test.js"]
+            if step == "runs jest":
+                assert tools.call(sb, "jest_run", {}).data["num_passed"] == 2
+            name = sb.name
+            sb.close()
+            _wait_for_ready(prepared, name)
+            kept.append(next(s for s in prepared._pool._ready if s.name == name).kept_hosts)
+        # Two hosts kept: the second is started at init for a workspace of several test files.
+        assert kept == [0, 2, 0, 2], kept
+    finally:
+        prepared.cleanup()
