@@ -12,7 +12,8 @@ from __future__ import annotations
 import atexit
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from harness import tools
@@ -89,6 +90,17 @@ def edit_cursor(sb: Sandbox, action: Action) -> Cursor | None:
     return Cursor(path, line, col, "before")
 
 
+@contextmanager
+def _timed(row: dict[str, Any], phase: str) -> Iterator[None]:
+    """Add the time spent in the block to ``row["phases"][phase]`` (seconds), also when it raises."""
+    t = time.monotonic()
+    try:
+        yield
+    finally:
+        phases = row["phases"]
+        phases[phase] = round(phases.get(phase, 0.0) + time.monotonic() - t, 4)
+
+
 def run_episode(
     session: Session,
     agent: Agent,
@@ -114,11 +126,12 @@ def run_episode(
             agent
         )  # a server this run already found unreachable: no sandbox, no retries
         deadline = getattr(agent, "deadline", None)
-        sb = (
-            start_sandbox(session)
-            if deadline is None
-            else _start_before(deadline, start_sandbox, session, agent.spec)
-        )
+        with _timed(row, "acquire"):
+            sb = (
+                start_sandbox(session)
+                if deadline is None
+                else _start_before(deadline, start_sandbox, session, agent.spec)
+            )
         _play(sb, session, agent, sample, row, k=k, max_steps=max_steps, passing=passing, gold=gold)
     except BudgetSkipped as e:  # not run at all: its own status, not a failure of the machinery
         row.update(status=Status.SKIPPED_BUDGET.value, reason=str(e))
@@ -130,7 +143,8 @@ def run_episode(
         row.update(status="infra_error", reason=f"agent or harness error: {type(e).__name__}: {e}")
     finally:
         if sb is not None:
-            close_quietly(sb)  # the engine gone after the verdict does not change the row
+            with _timed(row, "close"):
+                close_quietly(sb)  # the engine gone after the verdict does not change the row
         row.setdefault("steps_used", len(row["steps"]))
         row["duration_s"] = round(time.monotonic() - t0, 3)
     return row
@@ -206,6 +220,7 @@ def _new_row(session: Session, agent: Agent, sample: int, k: int, max_steps: int
         "reason": None,
         "tamper": [],
         "checks": [],
+        "phases": {},
         # Rollouts as data (finetune.rollouts): with these a row re-renders every prompt the agent
         # was given, so a run folder is a training set.
         "task": {
@@ -249,13 +264,16 @@ def _play(
 ) -> Verdict:
     """The agent's steps in a started sandbox, then the final verdict; fills ``row``, returns the verdict."""
     row["image"] = sb.image
-    base = take_baseline(sb, sb.test_files, passing=passing, gold=gold)
-    episode = agent.start(TaskView.of(session, max_steps=max_steps, k=k), sample)
+    with _timed(row, "baseline"):
+        base = take_baseline(sb, sb.test_files, passing=passing, gold=gold)
+    with _timed(row, "agent"):
+        episode = agent.start(TaskView.of(session, max_steps=max_steps, k=k), sample)
     observations: list[dict[str, Any]] = row["observations"]  # what the agent saw, step by step
     first_edit: Cursor | None = None
     verdict: Verdict | None = None
     for i in range(1, max_steps + 1):
-        decision = episode.act(observations)
+        with _timed(row, "agent"):
+            decision = episode.act(observations)
         if isinstance(decision, FinalAnswer):
             row["final_output"] = decision.text
             break
@@ -285,9 +303,10 @@ def _play(
             )
             _note_texts(row, observations[-1])
             continue
-        if decision.tool in MUTATING and first_edit is None:
-            first_edit = edit_cursor(sb, decision)
-        r = tools.call(sb, decision.tool, decision.args)
+        with _timed(row, "tools"):
+            if decision.tool in MUTATING and first_edit is None:
+                first_edit = edit_cursor(sb, decision)
+            r = tools.call(sb, decision.tool, decision.args)
         if r.status == "infra_error":
             raise InfraError(r.error or "sandbox unavailable")
         _note_tamper(row, r.data.get("tamper") or [])  # the agent's own test runs count too
@@ -312,7 +331,8 @@ def _play(
         )
         _note_texts(row, observations[-1])
         if decision.tool in MUTATING and r.ok:
-            verdict = verify(sb, base, list(session.verify_files))
+            with _timed(row, "verify"):
+                verdict = verify(sb, base, list(session.verify_files))
             _note_tamper(row, verdict.tamper)
             if verdict.green and not row["tamper"] and row["steps_to_green"] is None:
                 row["steps_to_green"] = i
@@ -323,7 +343,8 @@ def _play(
     if verdict is None and gold is not None and last_mutation == 0:
         verdict = UNCHANGED  # no Jest run: the preflight found this very workspace not green
     elif verdict is None or last_mutation != last_step:
-        verdict = verify(sb, base, list(session.verify_files))
+        with _timed(row, "verify"):
+            verdict = verify(sb, base, list(session.verify_files))
         _note_tamper(row, verdict.tamper)
     row["verification"] = verdict.to_dict()
     row["checks"] = list(verdict.checks)
@@ -365,7 +386,7 @@ def preflight(session: Session, oracle: Agent, *, start_sandbox: SandboxFactory)
     sb = start_sandbox(session)
     try:
         base = take_baseline(sb, sb.test_files)
-        if verify(sb, base, list(session.verify_files)).green:
+        if verify(sb, base, list(session.verify_files), run=base.run).green:
             return {"ok": False, "reason": "workspace is green before any action"}
         row = _new_row(
             session, oracle, 0, len(session.execution_trace), len(session.execution_trace)

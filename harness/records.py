@@ -60,6 +60,9 @@ class Row(TypedDict, total=False):
     status: str  # a Status value
     reason: str | None  # why, in words, when not passed
     duration_s: float
+    # where the episode's time went, in seconds: acquire (a sandbox holding the workspace),
+    # baseline, agent (its decisions), tools, verify, close (#15)
+    phases: dict[str, float]
     harness_version: str
     image: str | None
     # session episodes

@@ -115,6 +115,9 @@ class Baseline:
     test_files: tuple[str, ...]
     protected_listing: frozenset[str] = frozenset()  # protected-by-place files present at the start
     gold: Gold | None = None
+    # The Jest run this baseline made of the pristine workspace, if it made one: a verdict on that
+    # same workspace needs no second run (the preflight's "not green at the start"; #15).
+    run: jest.JestResult | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -170,12 +173,16 @@ def take_baseline(
 ) -> Baseline:
     """The pristine workspace. ``passing`` (tests passing at the start) comes from the preflight when
     it has measured them; otherwise one Jest run measures it here."""
+    run = None
     if passing is None:
-        passing = _passed(_full_run(sb, timeout))
+        run = _full_run(sb, timeout)
+        passing = _passed(run)
     listing = _listing(sb)
     listed = set(test_files) | set(sb.config_files)
     protected = protected_paths(listing, listed)
-    return Baseline(_hashes(sb, protected), frozenset(passing), tuple(test_files), listing, gold)
+    return Baseline(
+        _hashes(sb, protected), frozenset(passing), tuple(test_files), listing, gold, run
+    )
 
 
 def _passed(run: jest.JestResult) -> set[str]:
@@ -190,7 +197,10 @@ def verify(
     verify_files: list[str] | None = None,
     *,
     timeout: float | None = None,
+    run: jest.JestResult | None = None,
 ) -> Verdict:
+    """Is the workspace green now (module docstring)? ``run``: a Jest run already made of the
+    workspace as it is now (the baseline's, when nothing has been done since), else one is made."""
     fired: list[tuple[str, str]] = []
     changed = sorted(
         p for p, h in _hashes(sb, list(base.protected)).items() if h != base.protected[p]
@@ -212,7 +222,7 @@ def verify(
                 ),
             )
         )
-    run = _full_run(sb, timeout)
+    run = run or _full_run(sb, timeout)
     failed = [{"name": f.name, "file": f.file, "message": f.message} for f in run.failed_tests]
     if run.tamper:
         fired.append(("tamper", f"tampered: {run.tamper[0]}"))
