@@ -104,6 +104,9 @@ def add_parsers(sub) -> None:
     )
     rec.add_argument("path", help="suite folder or bundled name")
     rec.add_argument("--sandbox", default="docker")
+    rec.add_argument(
+        "--workers", type=int, default=None, help="sessions in parallel (default: one per CPU)"
+    )
     rec.set_defaults(func=_record)
     from harness.suite_build.cli import add_parser as add_build  # `etai suite build` (#16)
 
@@ -201,8 +204,19 @@ def _validate_with_jest(suite, args: argparse.Namespace) -> int:
 
 
 def _record(args: argparse.Namespace) -> int:
-    from harness.record import record_suite
+    import os
 
-    n = record_suite(args.path, sandbox=args.sandbox, log=lambda m: print(m, file=sys.stderr))
+    from harness.record import record_suite
+    from harness.runner import at_least_one
+
+    workers = (
+        (os.cpu_count() or 1) if args.workers is None else at_least_one("workers", args.workers)
+    )
+    n = record_suite(
+        args.path,
+        sandbox=args.sandbox,
+        workers=workers,
+        log=lambda m: print(m, file=sys.stderr),
+    )
     print(f"recorded {n} sessions")
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from harness import tools
@@ -41,17 +42,29 @@ def replay_steps(sb, steps: list[dict], *, where: str = "") -> list[dict]:
     return out
 
 
-def record_suite(path: str | Path, *, sandbox: str = "docker", log=print) -> int:
+def record_suite(path: str | Path, *, sandbox: str = "docker", workers: int = 1, log=print) -> int:
+    """Record every session, ``workers`` at a time (each in its own sandbox); nothing is written
+    unless every session was recorded."""
     from harness.sandbox import Limits, provider
     from harness.suite_build.deps import sandbox_limits
 
     suite = load_suite(path)
-    prepared = provider(sandbox).prepare(sandbox_limits(suite, Limits()))
+    prepared = provider(sandbox).prepare(sandbox_limits(suite, Limits()), workers=workers)
     traces = {}
     try:
-        for s in suite.sessions:
-            traces[s.session_id] = record_session(s, lambda sess: prepared.start(sess.workspace))
-            log(f"recorded {s.session_id}: {len(traces[s.session_id])} steps")
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="etai-record") as ex:
+            jobs = {
+                ex.submit(record_session, s, lambda sess: prepared.start(sess.workspace)): s
+                for s in suite.sessions
+            }
+            try:
+                for job in as_completed(jobs):
+                    sid = jobs[job].session_id
+                    traces[sid] = job.result()
+                    log(f"recorded {sid}: {len(traces[sid])} steps ({len(traces)}/{len(jobs)})")
+            except BaseException:
+                ex.shutdown(cancel_futures=True)  # the sessions not started yet are not started
+                raise
     finally:
         prepared.cleanup()
     jl = suite.path / "sessions.jsonl"
