@@ -11,7 +11,8 @@ and a failing test, and a reference trace (run the test file, read the source, f
   run cold    `etai run` oracle + noop with a cold preflight (the suite is new to the cache)
   run cached  the same suite again into a new run folder (preflight verdicts cached)
 
-Per-episode p50/p90 come from the rows (`duration_s`); episodes/min from the run's wall time.
+Per-episode p50/p90 come from the rows (`duration_s`, and each phase's p50 from `phases`);
+episodes/min from the run's wall time; CPU seconds of the harness process and of the whole machine.
 The suite is made with a fresh salt each time, so "cold" is always cold. Ratios inside one run are
 what to compare: the machine is shared and noisy.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -195,18 +197,45 @@ def etai_run(suite_dir: Path, out: Path, workers: int) -> dict:
     from harness import runner
     from harness.results import read_rows
 
-    t = time.monotonic()
+    t, cpu, busy = time.monotonic(), _own_cpu(), _machine_busy()
     summary = runner.run(
         str(suite_dir), ["oracle", "noop"], workers=workers, out=out, progress=False
     )
     wall = time.monotonic() - t
     rows = read_rows(out / "results.jsonl")
     res = {"wall_s": wall, "episodes": len(rows)}
+    # CPU seconds: the harness (this process and the `docker exec` clients it started) and the
+    # whole machine (containers, Docker's daemons, everything else running meanwhile).
+    res["harness_cpu_s"], res["machine_cpu_s"] = _own_cpu() - cpu, _machine_busy() - busy
     for agent in ("oracle", "noop"):
         durations = [r["duration_s"] for r in rows if r["agent"] == agent]
         res[agent] = {"p50": pct(durations, 0.5), "p90": pct(durations, 0.9)}
         res[agent]["pa3"] = summary["agents"][agent]["path_accuracy"][3]
+        mine = [r.get("phases", {}) for r in rows if r["agent"] == agent]
+        res[agent]["phases_p50"] = {
+            p: pct([m.get(p, 0.0) for m in mine], 0.5)
+            for p in ("acquire", "baseline", "agent", "tools", "verify", "close")
+        }
     return res
+
+
+def _own_cpu() -> float:
+    import resource
+
+    return sum(
+        u.ru_utime + u.ru_stime
+        for u in (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
+    )
+
+
+def _machine_busy() -> float:
+    """CPU seconds the machine has spent busy since boot (all cores; /proc/stat, Linux)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # minus idle, iowait
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -262,6 +291,16 @@ def main() -> int:
             f"{r['oracle']['p90']:.2f} s (PA@3 {r['oracle']['pa3']:.3f}), noop "
             f"{r['noop']['p50']:.2f}/{r['noop']['p90']:.2f} s (PA@3 {r['noop']['pa3']:.3f})"
         )
+        print(
+            f"  CPU: harness {r['harness_cpu_s']:.1f} s, machine {r['machine_cpu_s']:.1f} s "
+            f"({r['machine_cpu_s'] / r['wall_s']:.2f} cores busy on average)"
+        )
+        for agent in ("oracle", "noop"):  # where an episode's time goes (each row's `phases`)
+            ph = r[agent]["phases_p50"]
+            print(
+                f"  {agent:<6} phases p50 (ms): "
+                + ", ".join(f"{k} {v * 1000:.0f}" for k, v in ph.items())
+            )
     if args.json:
         args.json.write_text(json.dumps(res, indent=1))
     shutil.rmtree(tmp, ignore_errors=True)

@@ -104,6 +104,11 @@ def test_without_a_preflight_an_unchanged_workspace_is_verified(setting):
 def test_an_episode_that_edits_is_verified(setting):
     row, runs = _episode(setting, from_spec("oracle", setting[2]), with_preflight=True)
     assert runs >= 1 and row["green"] and row["status"] == "passed"
+    # Where its time went: every phase it went through, within the episode's own duration.
+    phases = row["phases"]
+    assert set(phases) == {"acquire", "baseline", "agent", "tools", "verify", "close"}, phases
+    assert phases["acquire"] > 0 and phases["tools"] > 0 and phases["verify"] > 0, phases
+    assert sum(phases.values()) <= row["duration_s"] + 0.01, (phases, row["duration_s"])
 
 
 class OutOfTime(RunsTheTests):
