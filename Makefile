@@ -41,12 +41,11 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# The tests that take minutes of sandboxes each and are not in make test yet (CI time): the redux
-# suite built end to end (#16), the in-training evaluation's budget, rank sharding, FSDP lockstep
-# and async mode (#17), the whole
+# The tests that take minutes of sandboxes each and are not in make test yet (CI time): the
+# in-training evaluation's budget, rank sharding, FSDP lockstep and async mode (#17), the whole
 # bundled suite through a two-node Ray cluster with a node killed (#19; make test runs four sessions).
 test-long: setup
-	ETAI_LONG=1 $(BIN)/python -m pytest -q tests/harness/test_suite_build_e2e.py \
+	ETAI_LONG=1 $(BIN)/python -m pytest -q \
 	  tests/finetune/test_callback_budget.py tests/finetune/test_callback_shard.py \
 	  tests/finetune/test_callback_async.py \
 	  tests/finetune/test_fsdp.py::test_two_rank_fsdp_evaluates_every_shard_in_lockstep

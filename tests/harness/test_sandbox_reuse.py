@@ -145,3 +145,33 @@ def test_warm_jest_hosts_are_kept_only_when_no_workspace_code_ran(tmp_path, imag
         assert kept == [0, 2, 0, 2], kept
     finally:
         prepared.cleanup()
+
+
+# Looks for a Jest host's template project (jest-host.js `warm`, in TMPDIR) for 1.5 s.
+WATCH_WARM = r"""
+const fs = require('fs');
+test('no template project is in reach', async () => {
+  const end = Date.now() + 1500;
+  let seen = null;
+  while (!seen && Date.now() < end) {
+    seen = fs.readdirSync(process.env.TMPDIR).find((n) => n.startsWith('etai-warm-')) || null;
+    await new Promise((ok) => setTimeout(ok, 5));
+  }
+  expect(seen).toBe(null);
+});
+"""
+
+
+def test_no_workspace_code_runs_while_a_host_warms_on_its_template(tmp_path, image, make_project):
+    """The second Jest host of a workspace of several test files starts (and runs its template
+    project, in TMPDIR) at init. Workspace code running meanwhile could rewrite that template, and
+    what the guard finds in a template run is dropped: so a Jest run waits for every warm-up."""
+    work = make_project(
+        tmp_path / "w", {"tests/watch.test.js": WATCH_WARM, "tests/b.test.js": GOOD}
+    )
+    sb = sandbox.start("docker", work, image=image, limits=LIMITS)
+    try:
+        r = tools.call(sb, "jest_run", {"test_file": "tests/watch.test.js"})
+        assert r.data["num_passed"] == 1, r.data
+    finally:
+        sb.close()

@@ -211,6 +211,10 @@ function hostCall(slot, msg, timeoutMs, outputCap) {
 // One run of a template project in a new host (jest-host.js `warm`), ahead of any request: the
 // workspace's first run is then a warm one. A failed warm-up costs nothing but the warmth.
 const warming = [];
+// No workspace code runs while any host is on its template run: the template lies in TMPDIR, which
+// the sandbox user can write, and what the guard finds during that run is dropped. Every request
+// that runs workspace code (a listing, a Jest run, a command) and the reset wait for this first.
+function settled() { return Promise.all(warming.filter(Boolean)); }
 function warmHost(i) {
   if (!hosts[i]) hosts[i] = startHost(i);
   warming[i] = hostCall(i, { op: 'warm' }, 60000).catch(() => {});
@@ -262,7 +266,7 @@ async function jestRun(req) {
   const files = req.test_files && req.test_files.length ? req.test_files : null;
   const n = Math.min(N_HOSTS, files ? files.length : (testFiles || []).length) || 1;
   const t0 = Date.now();
-  await Promise.all(warming.slice(0, n)); // a host still on its template run finishes it first
+  await settled();
   const parts = await Promise.all([...Array(n).keys()].map((i) => hostCall(i,
     { test_files: files, name_pattern: req.name_pattern || null, shard: n > 1 ? `${i + 1}/${n}` : null,
       protected: protectedFiles },
@@ -369,7 +373,7 @@ const handlers = {
     pristine = fileSigs(WS);
     let listed = req.listed; // what an earlier init of these very files listed (harness/sandbox/_docker.py)
     if (!listed) {
-      await warming[0];
+      await settled();
       untrusted = true; // the listing loads the workspace's Jest config into the host
       const r = await hostCall(0, { op: 'list' }, 60000);
       listed = r.ok ? { test_files: r.answer.files, config_files: r.answer.config_files || [] } : {};
@@ -385,7 +389,7 @@ const handlers = {
 
   jest: (req) => { untrusted = true; return jestRun(req); },
 
-  reset: () => resetContainer(),
+  reset: async () => { await settled(); return resetContainer(); },
 
   read: (req) => {
     const p = resolvePath(req.path);
@@ -442,7 +446,8 @@ const handlers = {
     return { hashes: out };
   },
 
-  exec: (req) => {
+  exec: async (req) => {
+    await settled();
     untrusted = true;
     return runCommand(req.argv, { timeoutMs: req.timeout_ms, outputCap: req.output_cap,
       input: req.stdin_b64 ? Buffer.from(req.stdin_b64, 'base64') : null });
