@@ -32,6 +32,7 @@ _RUNNER_FILES = (
     "guard.js",
     "guard-lockdown.js",
     "guard-framework.js",
+    "file-sig.js",
 )
 _DEPS_FILES = ("package.json", "package-lock.json")
 

@@ -111,6 +111,27 @@ def test_an_episode_that_edits_is_verified(setting):
     assert sum(phases.values()) <= row["duration_s"] + 0.01, (phases, row["duration_s"])
 
 
+def test_the_preflight_runs_jest_once_on_the_untouched_workspace(setting):
+    """Its baseline run also gives the verdict "not green at the start" (the workspace is the same):
+    retry-default-attempts (read, edit, run) costs the baseline, the verification after the edit,
+    the trace's own run, the verification at the end (a run came after the edit) and the second
+    verification of the reference's green: five Jest runs, not six."""
+    suite, session, ctx, prepared, _ = setting
+    ops: list[str] = []
+    flight = preflight(
+        session,
+        from_spec("oracle", ctx),
+        start_sandbox=lambda s: Counting(prepared.start(s.workspace), ops),
+    )
+    assert flight["ok"], flight
+    assert [st.tool_called for st in session.execution_trace] == [
+        "file_read",
+        "file_edit",
+        "jest_run",
+    ]
+    assert ops.count("jest") == 5, ops
+
+
 class OutOfTime(RunsTheTests):
     """An agent whose time budget (the in-training evaluation's ``deadline``) is already spent."""
 

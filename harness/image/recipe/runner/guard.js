@@ -245,7 +245,7 @@ function lockHost() {
 // only the agent's own edits change them). A changed one is refused before it runs, and reported.
 // node_modules is not checked: no tool writes it. ES modules imported here are not seen by this
 // hook (README "What grading resists").
-const statSync = require('fs').statSync;
+const fileSig = require('./file-sig');
 let pristine = null;
 
 function setPristine(sigs) {
@@ -256,13 +256,10 @@ function hostLoads() {
   const Module = require('module');
   const compile = Module.prototype._compile;
   function _compile(content, filename) {
-    if (untrusted(filename) && !has(path.relative(WS, filename).split(path.sep), 'node_modules')) {
-      const rel = path.relative(WS, filename);
+    const rel = untrusted(filename) ? path.relative(WS, filename) : null;
+    if (rel !== null && !has(rel.split(path.sep), 'node_modules')) {
       let sig = null;
-      try {
-        const st = statSync(filename, { bigint: true });
-        sig = `${st.ino}:${st.size}:${st.ctimeNs}`;
-      } catch (e) { /* gone: not the pristine file */ }
+      try { sig = fileSig(filename); } catch (e) { /* gone: not the pristine file */ }
       if (!pristine || pristine.get(rel) !== sig) {
         hostTamper(`${rel}, changed since the workspace was set up, was loaded into the Jest host's own realm`);
         throw new OuterError(`etai: ${rel} was changed, and Jest loads it outside the tests (the config or what it requires)`);

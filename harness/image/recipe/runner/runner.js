@@ -15,6 +15,7 @@ const fs = require('fs');
 const path = require('path');
 const cp = require('child_process');
 const crypto = require('crypto');
+const fileSig = require('./file-sig');
 
 const WS = path.resolve(process.env.ETAI_WORKSPACE || '/scratch/ws');
 const HOST = path.join(__dirname, 'jest-host.js');
@@ -225,20 +226,12 @@ let testFiles = null; // the test files of the pristine workspace, listed at ini
 let protectedFiles = []; // those and the files the Jest config names, sent with every run
 let pristine = null; // each workspace file's inode:size:ctime as init left it (guard.js `hostLoads`)
 
-// What the pristine workspace holds, by identity rather than content: only this process changes the
-// workspace (tests and commands run as a user it is read-only to), and any write or rename changes
-// a file's ctime or inode. node_modules and .git are left out: no tool writes them.
-function fileSigs(dir, out = {}, budget = { n: 20000 }) {
-  let entries;
-  try { entries = fs.readdirSync(dir, { withFileTypes: true }); } catch (e) { return out; }
-  for (const e of entries) {
-    if (e.name === '.git' || e.name === 'node_modules' || --budget.n < 0) continue;
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) fileSigs(p, out, budget);
-    else if (e.isFile()) {
-      const st = fs.statSync(p, { bigint: true });
-      out[rel(p)] = `${st.ino}:${st.size}:${st.ctimeNs}`;
-    }
+// What the pristine workspace holds, by identity rather than content (file-sig.js); node_modules and
+// .git are left out, as listFiles leaves them: no tool writes them.
+function fileSigs() {
+  const out = {};
+  for (const f of listFiles(WS, 20000).files) {
+    try { out[f] = fileSig(path.join(WS, f)); } catch (e) { /* gone meanwhile: not pristine */ }
   }
   return out;
 }
@@ -370,7 +363,7 @@ const handlers = {
     git(['init', '-q']);
     git(['add', '-A']);
     git(['-c', 'commit.gpgsign=false', 'commit', '-q', '--allow-empty', '-m', 'etai baseline']);
-    pristine = fileSigs(WS);
+    pristine = fileSigs();
     let listed = req.listed; // what an earlier init of these very files listed (harness/sandbox/_docker.py)
     if (!listed) {
       await settled();
