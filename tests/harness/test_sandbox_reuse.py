@@ -113,11 +113,12 @@ def test_a_reused_container_shows_nothing_of_the_episode_before(tmp_path, image,
                 [
                     "python3",
                     "-c",
-                    "import ctypes; c = ctypes.CDLL(None); "
-                    "print(c.shmget(0, 4096, 0o1600), c.msgget(0, 0o1600), c.semget(0, 1, 0o1600))",
+                    "import ctypes, os; c = ctypes.CDLL(None); rt = ctypes.CDLL('librt.so.1'); "
+                    "print(c.shmget(0, 4096, 0o1600), c.msgget(0, 0o1600), c.semget(0, 1, 0o1600), "
+                    "rt.mq_open(b'/etai', os.O_CREAT | os.O_RDWR, 0o600, None))",
                 ]
             )
-            assert ipc.stdout.split() == ["-1", "-1", "-1"], ipc
+            assert ipc.stdout.split() == ["-1", "-1", "-1", "-1"], ipc
         finally:
             b.close()
     finally:
