@@ -68,6 +68,8 @@ def node_modules(project: Path, *, log=lambda m: None) -> Path:
         )
         if r.returncode != 0:
             raise InfraError(f"npm ci in {project} failed:\n{(r.stderr or r.stdout)[-2000:]}")
+        # A project without dependencies gets no node_modules from npm; the sandbox mounts one.
+        (tmp / "node_modules").mkdir(exist_ok=True)
         (tmp / ".complete").write_text(digest + "\n")
         try:
             tmp.rename(target)

@@ -81,3 +81,39 @@ def test_oracle_reaches_green_on_every_session_and_noop_on_none(built, tmp_path)
     assert oracle["reference_broken"] == [] and oracle["n_infra_error"] == 0
     assert oracle["path_accuracy"][3] == 1.0
     assert noop["path_accuracy"][3] == 0.0 and noop["pass_at_k"][1] == 0.0
+
+
+def test_a_file_holding_a_baseline_failing_test_never_verifies_a_session(tmp_path, make_project):
+    """A mutant caught only in a test file that also holds a test failing in the baseline would be a
+    session that can never verify green (every test of its verification files must pass): it is
+    dropped; a mutant caught in a sound file is kept, and verified by that file alone."""
+    project = make_project(
+        tmp_path / "proj",
+        {
+            "src/calc.js": "exports.add = (a, b) => a + b;\nexports.sub = (a, b) => a - b;\n",
+            "tests/add.test.js": "const { add } = require('../src/calc');\n"
+            "test('adds', () => expect(add(2, 3)).toBe(5));\n"
+            "test('was always broken', () => expect(1).toBe(2));\n",
+            "tests/sub.test.js": "const { sub } = require('../src/calc');\n"
+            "test('subtracts', () => expect(sub(5, 3)).toBe(2));\n",
+        },
+    )
+    pkg = json.loads((project / "package.json").read_text())
+    (project / "package-lock.json").write_text(
+        json.dumps(
+            {
+                "name": pkg.get("name", "proj"),
+                "lockfileVersion": 3,
+                "requires": True,
+                "packages": {"": {"name": pkg.get("name", "proj")}},
+            }
+        )
+    )
+    out = tmp_path / "suite"
+    assert main(["suite", "build", str(project), "--out", str(out), "--no-progress"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["dropped"].get("caught_beside_a_failing_test", 0) >= 1, summary
+    suite = load_suite(out)
+    assert suite.sessions, summary
+    for s in suite.sessions:
+        assert list(s.verify_files) == ["tests/sub.test.js"], s.session_id
