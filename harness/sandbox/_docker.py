@@ -217,10 +217,11 @@ def _reap_own() -> None:
 class Pool:
     """Pre-started containers (runner loaded, Jest warming) so that ``acquire`` costs only the upload.
 
-    A container whose episode ended cleanly comes back (``give_back``) and gets a fresh runner,
-    which first ends every process of that episode and empties its scratch space (runner.js
-    ``resetContainer``): ready again for a fraction of a new container's cost (#15). At most twice
-    ``size`` containers exist at once, those out with episodes included."""
+    A container whose episode ended cleanly comes back (``give_back``) and its runner resets it:
+    every process of that episode ended, the scratch space emptied, Jest hosts kept only if no
+    workspace code ran (runner.js ``resetContainer``): ready again for a fraction of a new
+    container's cost (#15). At most twice ``size`` containers exist at once, those out with
+    episodes included."""
 
     def __init__(self, image: str, limits: Limits, size: int = 2, run_id: str | None = None):
         self.image, self.limits, self.size, self.run_id = image, limits, size, run_id
@@ -344,23 +345,19 @@ def piped(
         image, limits, run_id=run_id, name_prefix=name_prefix, trusted_root=trusted_root
     )
     try:
-        proc = _exec_pipe(name, argv, trusted_root=trusted_root)
+        # A long-lived `docker exec -i` is the pipe. The SDK's attach socket would need hand
+        # demultiplexing of Docker's stream frames; the CLI does exactly that, over the same API.
+        proc = subprocess.Popen(
+            ["docker", "exec", "-i", *(["-u", "0:0"] if trusted_root else []), name, *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C reaches us, not the pipe; close() ends it
+        )
     except BaseException:
         kill_and_remove(name)
         raise
     return name, proc
-
-
-def _exec_pipe(name: str, argv: list[str], *, trusted_root: bool) -> subprocess.Popen:
-    # A long-lived `docker exec -i` is the pipe. The SDK's attach socket would need hand
-    # demultiplexing of Docker's stream frames; the CLI does exactly that, over the same API.
-    return subprocess.Popen(
-        ["docker", "exec", "-i", *(["-u", "0:0"] if trusted_root else []), name, *argv],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # Ctrl-C reaches us, not the pipe; close() ends it
-    )
 
 
 class DockerRun:
