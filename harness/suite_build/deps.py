@@ -8,7 +8,9 @@ host has none (the same idempotent step as scripts/ensure-docker)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -45,6 +47,38 @@ def _npm() -> str:
     return npm
 
 
+# A dist-tag ("latest", "next") rather than a version range: letters first, no URL, path or alias.
+_DIST_TAG = re.compile(r"^[A-Za-z][\w.-]*$")
+
+
+def _pin_dist_tags(folder: Path) -> list[str]:
+    """Replace dist-tag specs in ``folder``'s package.json with the versions its lockfile holds.
+
+    A tag names whatever the registry calls it today, so ``npm ci`` (npm >= 10) refuses a lockfile
+    made when "latest" was older (luxon's ``documentation: latest``, locked at 14.0.1). The lockfile
+    is what the project was tested with, so the install follows it; returns the names pinned."""
+    manifest, lock = folder / "package.json", folder / "package-lock.json"
+    if not (manifest.is_file() and lock.is_file()):
+        return []
+    m = json.loads(manifest.read_text())
+    locked = json.loads(lock.read_text()).get("packages", {})
+    pinned = []
+    for section in ("dependencies", "devDependencies", "optionalDependencies"):
+        for name, spec in (m.get(section) or {}).items():
+            version = locked.get(f"node_modules/{name}", {}).get("version")
+            if (
+                isinstance(spec, str)
+                and _DIST_TAG.match(spec)
+                and spec not in ("x", "X")
+                and version
+            ):
+                m[section][name] = version
+                pinned.append(f"{name}@{spec}->{version}")
+    if pinned:
+        manifest.write_text(json.dumps(m, indent=2) + "\n")
+    return pinned
+
+
 def node_modules(project: Path, *, log=lambda m: None) -> Path:
     """The host folder holding ``project``'s node_modules, installed if missing (cached by digest)."""
     from harness.image import cache_dir
@@ -59,6 +93,9 @@ def node_modules(project: Path, *, log=lambda m: None) -> Path:
         for f in _INSTALL_FILES:
             if (project / f).is_file():
                 shutil.copy2(project / f, tmp / f)
+        pinned = _pin_dist_tags(tmp)
+        if pinned:
+            log(f"  dist-tags pinned to the lockfile's versions: {', '.join(pinned)}")
         r = subprocess.run(
             [_npm(), "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
             cwd=tmp,

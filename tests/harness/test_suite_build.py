@@ -14,7 +14,7 @@ from harness.cli import main
 from harness.errors import InputError
 from harness.sessions import load_suite
 from harness.suite_build import compose, mutants
-from harness.suite_build.deps import lockfile_digest
+from harness.suite_build.deps import lockfile_digest, node_modules
 
 BUNDLED = Path(__file__).resolve().parents[2] / "suites" / "jest-bugfix"
 EDIT = {"file": "src/profile.js", "old": "'Anonymous'", "new": "'Nobody'"}
@@ -210,6 +210,39 @@ def test_lockfile_is_required(tmp_path):
     d = lockfile_digest(tmp_path)
     (tmp_path / ".npmrc").write_text("legacy-peer-deps=true\n")
     assert lockfile_digest(tmp_path) != d
+
+
+def test_a_dist_tag_in_the_manifest_installs_the_lockfiles_version(tmp_path, monkeypatch):
+    """Real npm against the registry: "latest" has moved on since the lockfile was written (as
+    luxon's `documentation: latest`), which `npm ci` refuses; the install follows the lockfile."""
+    monkeypatch.setenv("ETAI_CACHE", str(tmp_path / "cache"))
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "package.json").write_text('{"name": "p", "version": "1.0.0", "dependencies": {}}')
+    import subprocess
+
+    made = subprocess.run(
+        [
+            "npm",
+            "install",
+            "--package-lock-only",
+            "--ignore-scripts",
+            "--no-audit",
+            "is-number@6.0.0",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    manifest = json.loads((project / "package.json").read_text())
+    manifest["dependencies"]["is-number"] = "latest"  # 7.x on the registry since 2018
+    (project / "package.json").write_text(json.dumps(manifest))
+    nm = node_modules(project)
+    assert json.loads((nm / "is-number" / "package.json").read_text())["version"] == "6.0.0"
+    assert (
+        json.loads((project / "package.json").read_text())["dependencies"]["is-number"] == "latest"
+    )
 
 
 @pytest.mark.parametrize(
