@@ -128,6 +128,15 @@ def baseline(box: Box, runs: int, timeout: float, progress: bool) -> dict[str, A
                 counts.setdefault(f"{f.file}::(test file failed to run)", Counter())["failed"] += 1
     tests = {tid: dict(c) for tid, c in sorted(counts.items())}
     passing = sorted(t for t, c in tests.items() if c.get("passed", 0) == runs)
+    if (
+        not passing
+    ):  # every mutant would "survive": nothing to build on, and nothing ran as it should
+        first = next(iter(r.failed_tests), None)
+        raise InputError(
+            f"no test passes in the sandbox ({len(tests)} tests or files ran, all failing or flaky)"
+            + (f"; the first failure, {first.file}: {first.message[:1500]}" if first else ""),
+            where="baseline",
+        )
     flaky = sorted(t for t, c in tests.items() if 0 < c.get("passed", 0) < runs)
     failing = sorted(t for t, c in tests.items() if c.get("passed", 0) == 0)
     return {

@@ -4,7 +4,8 @@ Spies on Date, Math, console, fs and plain objects; fake timers (modern and lega
 (factory, manual __mocks__, automock); expect.extend in a test file and in a setup file; custom
 equality testers; snapshots on disk and inline; each; async, done callbacks, resolves/rejects;
 expect.assertions; node's assert; isolateModules and requireActual; process.env; source code that
-assigns inherited names (Error subclasses, toString, constructor).
+assigns inherited names (Error subclasses, toString, constructor, and exports named as
+Object.prototype's methods, as Babel compiles `export function hasOwnProperty`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ FILES = {
     "Money.prototype.toString = function () { return `$${(this.cents / 100).toFixed(2)}`; };\n"
     "Money.prototype.constructor = Money;\n"
     "module.exports = { NotFound, Money, find: (id) => { if (id !== 1) throw new NotFound(`no ${id}`); return { id }; } };\n",
+    "src/util.js": "function hasOwnProperty(o, k) { return Object.prototype.hasOwnProperty.call(o, k); }\n"
+    "exports.hasOwnProperty = hasOwnProperty;\nexports.isPrototypeOf = (a, b) => Object.prototype.isPrototypeOf.call(a, b);\n",
     "src/files.js": "const fs = require('fs');\nexports.size = (p) => fs.readFileSync(p, 'utf8').length;\n",
     "src/api.js": "exports.fetchUser = async (id) => ({ id, real: true });\n",
     "src/__mocks__/api.js": "exports.fetchUser = async (id) => ({ id, mocked: true });\n",
@@ -90,6 +93,9 @@ FILES = {
         "test('errors and inherited names', () => {\n  expect(() => find(2)).toThrow(NotFound);\n"
         "  expect(() => find(2)).toThrow('no 2');\n  expect(String(new Money(1999))).toBe('$19.99');\n"
         "  expect(new NotFound('x').name).toBe('NotFound');\n});\n"
+        "test('exports named as Object.prototype methods', () => {\n  const util = require('../src/util');\n"
+        "  expect(util.hasOwnProperty({ a: 1 }, 'a')).toBe(true);\n  expect(util.hasOwnProperty({}, 'a')).toBe(false);\n"
+        "  expect(util.isPrototypeOf(Object.prototype, {})).toBe(true);\n});\n"
         "test('async rejects and assertions count', async () => {\n  expect.assertions(2);\n"
         "  await expect(Promise.reject(new NotFound('gone'))).rejects.toThrow(NotFound);\n"
         "  await expect(Promise.resolve(1)).resolves.toBe(1);\n});\n"
@@ -104,4 +110,4 @@ FILES = {
     ),
 }
 CONFIG = {"setupFilesAfterEnv": ["<rootDir>/jest.setup.js"]}
-N_TESTS = 22  # every one passes, under stock Jest and under the guard
+N_TESTS = 23  # every one passes, under stock Jest and under the guard

@@ -117,3 +117,25 @@ def test_a_file_holding_a_baseline_failing_test_never_verifies_a_session(tmp_pat
     assert suite.sessions, summary
     for s in suite.sessions:
         assert list(s.verify_files) == ["tests/sub.test.js"], s.session_id
+
+
+def test_a_project_whose_tests_all_fail_in_the_sandbox_is_refused_at_the_baseline(
+    tmp_path, make_project, capsys
+):
+    """Nothing passing is not a baseline: every mutant would 'survive' (as luxon's did while a
+    guard lock broke its modules). The build stops with exit 2, naming the first failure."""
+    project = make_project(
+        tmp_path / "proj",
+        {
+            "src/calc.js": "exports.add = (a, b) => a + b;\n",
+            "tests/add.test.js": "require('../src/missing');\ntest('adds', () => expect(1).toBe(1));\n",
+        },
+    )
+    (project / "package-lock.json").write_text(
+        json.dumps({"name": "proj", "lockfileVersion": 3, "packages": {"": {"name": "proj"}}})
+    )
+    out = tmp_path / "suite"
+    assert main(["suite", "build", str(project), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "no test passes in the sandbox" in err and "tests/add.test.js" in err, err
+    assert not (out / "mutants.jsonl").exists()

@@ -41,7 +41,12 @@ const SPYABLE_EXCEPT = {
 };
 // Prototypes on which ordinary code assigns inherited names; elsewhere a locked object is frozen.
 const TAMED_ON = new Set(['Object.prototype', 'Function.prototype', 'Error.prototype']);  // babel sets fn.toString
-const TAMED = new Set(['constructor', 'toString', 'valueOf', 'toLocaleString', 'toJSON', 'name', 'message']);
+// Object.prototype's own methods are all among them: a module compiled from ES syntax to CommonJS
+// assigns each export (`exports.hasOwnProperty = hasOwnProperty`, luxon's src/impl/util.js, #16),
+// which a locked inherited name refuses.
+const TAMED = new Set(['constructor', 'toString', 'valueOf', 'toLocaleString', 'toJSON', 'name', 'message',
+  'hasOwnProperty', 'isPrototypeOf', 'propertyIsEnumerable', '__defineGetter__', '__defineSetter__',
+  '__lookupGetter__', '__lookupSetter__']);
 
 // Compiled once; run in each realm to make that realm's generator and async functions.
 const FUNCTION_KINDS = new (require('vm').Script)('[function* () {}, async function* () {}, async function () {}]');
