@@ -51,6 +51,7 @@ class BuildOptions:
     per_function: int = 2
     timeout_s: float = 180.0
     sandbox: str = "docker"
+    related: bool = True  # a mutant runs only the test files that depend on its file (Jest's graph)
 
 
 def _default_src(project: Path) -> tuple[str, ...]:
@@ -91,12 +92,13 @@ class Box:
         close_quietly(self.sb)
         self.sb = self._prov.start(self._base, limits=self.limits)
 
-    def jest(self, files: list[str] | None, timeout: float) -> tuple[jest.JestResult, dict]:
-        answer = self.sb.request(
-            "jest",
-            {"test_files": files, "timeout_ms": int(timeout * 1000), "output_cap": 1 << 20},
-            timeout=timeout,
-        )
+    def jest(
+        self, files: list[str] | None, timeout: float, *, related: list[str] | None = None
+    ) -> tuple[jest.JestResult, dict]:
+        req = {"test_files": files, "timeout_ms": int(timeout * 1000), "output_cap": 1 << 20}
+        if related:
+            req["related"] = related
+        answer = self.sb.request("jest", req, timeout=timeout)
         return jest.from_runner(answer, guarded=self.limits.guard), answer
 
     def close(self) -> None:
@@ -172,22 +174,34 @@ def _failures(
 
 
 def evaluate(
-    box: Box, m: mutants.Mutant, text: str, base: dict[str, Any], timeout: float
+    box: Box,
+    m: mutants.Mutant,
+    text: str,
+    base: dict[str, Any],
+    timeout: float,
+    *,
+    related: bool = True,
 ) -> tuple[str, dict[str, Any]]:
-    """('kept', details) or (reason, details): the mutant run in the sandbox (file restored after)."""
+    """('kept', details) or (reason, details): the mutant run in the sandbox (file restored after).
+
+    With ``related``, only the test files that depend on the mutated file run (Jest's
+    findRelatedTests); a test in a file that did not run keeps its baseline status."""
     passing, ever = set(base["passing"]), set(base["passing"]) | set(base["flaky"])
     box.sb.write_file(m.file, m.apply(text).encode())
     restored = False
     try:
-        r, answer = box.jest(None, timeout)
+        r, answer = box.jest(None, timeout, related=[m.file] if related else None)
         if r.status is Status.TIMEOUT or r.reason in ("timeout", "memory_limit"):
             return "timeout", {}
         if r.tamper:
             return "tampered", {"tamper": r.tamper[:1]}
+        if not answer.get("report"):  # Jest failed as a whole, or its host died: no test verdicts
+            return "no_report", {"reason": r.reason}
         now = _statuses(r)
         if {t for t, st in now.items() if st == "passed"} - ever:
             return "fixes_a_failing_test", {}
-        killed = {t for t in passing if now.get(t) != "passed"}
+        ran = {tr["file"] for tr in (answer.get("report") or {}).get("testResults", [])}
+        killed = {t for t in passing if t.split("::", 1)[0] in ran and now.get(t) != "passed"}
         if not killed:
             return "survived", {}
         # A session is verified by whole test files, every test of which must pass: a file that
@@ -287,7 +301,7 @@ def build(
                 row["verdict"] = "capped"
             else:
                 text = files[m.file]
-                verdict, details = evaluate(box, m, text, base, timeout)
+                verdict, details = evaluate(box, m, text, base, timeout, related=opts.related)
                 row["verdict"] = verdict
                 if verdict == "kept":
                     sess = compose.session(name, m, text, details["failures"], rng)

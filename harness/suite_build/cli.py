@@ -34,6 +34,11 @@ def add_parser(suite_sub) -> None:
     b.add_argument(
         "--per-function", type=int, default=2, help="kept mutants per function (default 2)"
     )
+    b.add_argument(
+        "--whole-suite", action="store_true",
+        help="run every test file for each mutant (default: only those that depend on the mutated "
+        "file, by Jest's dependency graph; a project whose tests load sources dynamically needs this)",
+    )  # fmt: skip
     b.add_argument("--sandbox", default="docker", help="the sandbox (default docker)")
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -71,6 +76,7 @@ def _build(args: argparse.Namespace) -> int:
         per_file=args.per_file,
         per_function=args.per_function,
         sandbox=args.sandbox,
+        related=not args.whole_suite,
     )
     summary = build(
         args.repo,

@@ -139,3 +139,40 @@ def test_a_project_whose_tests_all_fail_in_the_sandbox_is_refused_at_the_baselin
     err = capsys.readouterr().err
     assert "no test passes in the sandbox" in err and "tests/add.test.js" in err, err
     assert not (out / "mutants.jsonl").exists()
+
+
+def test_a_mutant_run_reaches_only_the_test_files_that_depend_on_the_mutated_file(
+    tmp_path, make_project, image
+):
+    """The runner's `related` run (Jest's findRelatedTests, through a moduleNameMapper alias as
+    redux's tests load src/): only the files whose dependency graph holds the file run, and a
+    file no test depends on runs none."""
+    from harness import sandbox
+    from harness.jest import from_runner
+
+    root = make_project(
+        tmp_path / "proj",
+        {
+            "src/a.js": "exports.a = () => 1;\n",
+            "src/b.js": "exports.b = () => require('./a').a() + 1;\n",
+            "src/lonely.js": "exports.c = 3;\n",
+            "tests/a.test.js": "const { a } = require('@app/a');\ntest('a', () => expect(a()).toBe(1));\n",
+            "tests/b.test.js": "const { b } = require('../src/b');\ntest('b', () => expect(b()).toBe(2));\n",
+            "tests/plain.test.js": "test('plain', () => expect(1).toBe(1));\n",
+        },
+        {"moduleNameMapper": {"^@app/(.*)$": "<rootDir>/src/$1"}},
+    )
+    with sandbox.start("docker", root, image=image) as sb:
+
+        def ran(related):
+            answer = sb.request("jest", {"related": related, "timeout_ms": 60000}, timeout=60)
+            assert answer.get("evidence") == "nonce", {
+                k: v for k, v in answer.items() if k != "guard"
+            }
+            return sorted(tr["file"] for tr in (answer.get("report") or {}).get("testResults", []))
+
+        assert ran(["src/a.js"]) == ["tests/a.test.js", "tests/b.test.js"]
+        assert ran(["src/b.js"]) == ["tests/b.test.js"]
+        assert ran(["src/lonely.js"]) == []
+        whole = from_runner(sb.request("jest", {"timeout_ms": 60000}, timeout=60))
+        assert whole.num_test_files == 3 and whole.status.value == "passed"

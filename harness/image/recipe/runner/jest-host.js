@@ -96,7 +96,7 @@ function slim(results) {
   };
 }
 
-async function run(nonce, testFiles, namePattern, shard) {
+async function run(nonce, testFiles, namePattern, shard, related) {
   const argv = {
     _: [], $0: 'jest', ci: true, watchman: false, silent: true, runInBand: true, color: false,
     // Tests can write the cache folder, so a graded run never reads it: Jest keeps transforms in
@@ -113,6 +113,13 @@ async function run(nonce, testFiles, namePattern, shard) {
   if (testFiles && testFiles.length) {
     argv.runTestsByPath = true;
     argv._ = testFiles.map((f) => path.resolve(WS, f));
+  }
+  // The test files that depend on these sources, by Jest's own dependency graph (the suite
+  // builder's mutant runs: a test that cannot load the mutated file cannot catch it).
+  if (related && related.length) {
+    argv.findRelatedTests = true;
+    argv.passWithNoTests = true; // none depends on it: an empty report (Jest would exit the host)
+    argv._ = related.map((f) => path.resolve(WS, f));
   }
   if (namePattern) argv.testNamePattern = namePattern;
   if (shard) argv.shard = shard; // "i/n": Jest's own split of the run between warm hosts
@@ -197,7 +204,7 @@ process.on('message', (m) => {
   if (guard && Array.isArray(m.protected)) guard.addProtected(m.protected);
   // The workspace as the runner set it up, once per host, before this host first loads the config.
   if (guard && m.pristine) guard.setPristine(m.pristine);
-  const work = m.op === 'list' ? listTests(nonce) : run(nonce, m.test_files, m.name_pattern, m.shard);
+  const work = m.op === 'list' ? listTests(nonce) : run(nonce, m.test_files, m.name_pattern, m.shard, m.related);
   work.catch((e) => {
     // Jest failed as a whole (a config that threw, or a file the guard refused to load): the guard's
     // record still goes back, since what it refused decides the status.
