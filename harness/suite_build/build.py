@@ -197,10 +197,12 @@ def evaluate(
             return "tampered", {"tamper": r.tamper[:1]}
         if not answer.get("report"):  # Jest failed as a whole, or its host died: no test verdicts
             return "no_report", {"reason": r.reason}
-        now = _statuses(r)
+        # Only the baseline's test files count: a related run's wider roots may reach others.
+        known = {t.split("::", 1)[0] for t in base["tests"]}
+        now = {t: st for t, st in _statuses(r).items() if t.split("::", 1)[0] in known}
         if {t for t, st in now.items() if st == "passed"} - ever:
             return "fixes_a_failing_test", {}
-        ran = {tr["file"] for tr in (answer.get("report") or {}).get("testResults", [])}
+        ran = {tr["file"] for tr in (answer.get("report") or {}).get("testResults", [])} & known
         killed = {t for t in passing if t.split("::", 1)[0] in ran and now.get(t) != "passed"}
         if not killed:
             return "survived", {}

@@ -160,7 +160,8 @@ def test_a_mutant_run_reaches_only_the_test_files_that_depend_on_the_mutated_fil
             "tests/b.test.js": "const { b } = require('../src/b');\ntest('b', () => expect(b()).toBe(2));\n",
             "tests/plain.test.js": "test('plain', () => expect(1).toBe(1));\n",
         },
-        {"moduleNameMapper": {"^@app/(.*)$": "<rootDir>/src/$1"}},
+        # Roots narrowed to the tests, as luxon's and dayjs's configs do: sources are outside them.
+        {"moduleNameMapper": {"^@app/(.*)$": "<rootDir>/src/$1"}, "roots": ["<rootDir>/tests"]},
     )
     with sandbox.start("docker", root, image=image) as sb:
 

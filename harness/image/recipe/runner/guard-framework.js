@@ -21,7 +21,10 @@ const GLOBAL_NAMES = ['expect', 'test', 'it', 'describe', 'fit', 'fdescribe', 'x
   'beforeAll', 'beforeEach', 'afterAll', 'afterEach'];
 const MATCHERS_OBJECT = Symbol.for('$$jest-matchers-object');
 
-function guard() { return require('./guard'); }
+// guard.js requires this module, so it is looked up on first use (then kept: a require per hook
+// call was a measurable part of a step).
+let guardModule = null;
+function guard() { return guardModule || (guardModule = require('./guard')); }
 
 // A file of a package of the Jest install (package.json "exports" hide build files from resolve).
 // Resolved once: Node's resolution costs more than a whole guard step.
@@ -152,8 +155,8 @@ function hooks(runtime, workspaceCaller) {
     },
     // At each assertion, the test context only: matchers compute in it. The host realm's watched
     // prototypes decide nothing during an assertion (the guard's hooks do not go through them, see
-    // guard.js `pinned`), so a change there is read back at the test's end, the file's and the run's.
-    result() { watched(state, false); },
+    // guard.js `pinned`), so a change there is read back at the file's end and the run's.
+    result() { watched(state); },
     passed() { state.counter.passed += 1; },
     suppressed() { state.counter.suppressedFailures += 1; },
   });
@@ -162,8 +165,11 @@ function hooks(runtime, workspaceCaller) {
 function globalThis0(runtime) { return runtime._environment.global; }
 
 // What guard-lockdown.js watches rather than locks (Array.prototype, iterators), in this test file's
-// context and in the host realm, read back: a change is reported once.
-function watched(state, host = true) {
+// context and (at the file's end) the host realm, read back: a change is reported once. The host
+// realm is read at the file's start and end and the run's: its code that builds results runs
+// after the file's tests (checked at fileEnd, before it does) and after the run (takeRun); a change
+// that persists is seen there, one made and undone within a file is not seen at a test's end either.
+function watched(state, host = false) {
   const changed = state.check && state.check();
   if (changed) guard().tamperIn(state.rec, `${changed} was replaced (test context)`);
   if (host) guard().checkHost();
@@ -371,7 +377,7 @@ let canarySeed = crypto.randomBytes(4).readUInt32LE(0) >>> 1;
 function fileEnd(runtime, results) {
   const { rec, table, expect } = runtime._etai;
   if (!expect || !runtime._etai.byTest) return;
-  watched(runtime._etai);
+  watched(runtime._etai, true);
   const a = canarySeed++;
   const RealDate = runtime._etai.Date;
   const m = table.matchers;

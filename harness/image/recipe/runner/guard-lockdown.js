@@ -78,9 +78,23 @@ function lockProperty(obj, key, label, tamed) {
   }
 }
 
+// Made non-extensible by lockRealm anyway: sealed in one step (every property non-configurable),
+// then only the names that are not tamed are made read-only one by one.
+const SEALED = new Set(['Object.prototype', 'Function.prototype']);
+
 function lockAll(obj, label, skip, tamed) {
   if (!skip && !TAMED_ON.has(label)) {
     Object.freeze(obj);  // one call; what follows is the per-property path
+    return;
+  }
+  if (SEALED.has(label)) {
+    Object.seal(obj);
+    for (const key of Reflect.ownKeys(obj)) {
+      const d = Reflect.getOwnPropertyDescriptor(obj, key);
+      if (!('value' in d)) continue;
+      if (TAMED.has(key)) tamed.push([obj, key, label]);
+      else if (d.writable) Reflect.defineProperty(obj, key, { value: d.value, writable: false });
+    }
     return;
   }
   for (const key of Reflect.ownKeys(obj)) {

@@ -120,6 +120,16 @@ async function run(nonce, testFiles, namePattern, shard, related) {
     argv.findRelatedTests = true;
     argv.passWithNoTests = true; // none depends on it: an empty report (Jest would exit the host)
     argv._ = related.map((f) => path.resolve(WS, f));
+    // Jest follows dependencies only through files under its roots, which projects often narrow to
+    // their tests (luxon, dayjs: `roots: ['test']`): the top folder of each file joins them.
+    const { configs } = await require(require.resolve('jest-config', { paths: [JEST] })).readConfigs(
+      { ...argv, _: [] }, [WS]);
+    const roots = new Set(configs[0].roots);
+    for (const f of argv._) {
+      const top = path.join(WS, path.relative(WS, f).split(path.sep)[0]);
+      roots.add(fs.existsSync(top) && fs.statSync(top).isDirectory() ? top : WS);
+    }
+    argv.roots = [...roots];
   }
   if (namePattern) argv.testNamePattern = namePattern;
   if (shard) argv.shard = shard; // "i/n": Jest's own split of the run between warm hosts
