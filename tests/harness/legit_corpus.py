@@ -4,8 +4,9 @@ Spies on Date, Math, console, fs and plain objects; fake timers (modern and lega
 (factory, manual __mocks__, automock); expect.extend in a test file and in a setup file; custom
 equality testers; snapshots on disk and inline; each; async, done callbacks, resolves/rejects;
 expect.assertions; node's assert; isolateModules and requireActual; process.env; source code that
-assigns inherited names (Error subclasses, toString, constructor, and exports named as
-Object.prototype's methods, as Babel compiles `export function hasOwnProperty`).
+assigns inherited names (Error subclasses, toString, constructor, ES5 subclasses of TypeError and
+RangeError, and exports named as Object.prototype's methods, as Babel compiles `export function
+hasOwnProperty`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,15 @@ FILES = {
     "module.exports = { NotFound, Money, find: (id) => { if (id !== 1) throw new NotFound(`no ${id}`); return { id }; } };\n",
     "src/util.js": "function hasOwnProperty(o, k) { return Object.prototype.hasOwnProperty.call(o, k); }\n"
     "exports.hasOwnProperty = hasOwnProperty;\nexports.isPrototypeOf = (a, b) => Object.prototype.isPrototypeOf.call(a, b);\n",
+    # ES5 subclassing as TypeScript's __extends and Babel's loose classes compile it (bson, #16).
+    "src/legacy.js": "function __extends(d, b) { function __() { this.constructor = d; }\n"
+    "  __.prototype = b.prototype; d.prototype = new __(); }\n"
+    "function BadInput(msg) { var e = TypeError.call(this, msg); this.message = e.message; }\n"
+    "__extends(BadInput, TypeError);\nBadInput.prototype.name = 'BadInput';\n"
+    "BadInput.prototype.toString = function () { return 'BadInput!'; };\n"
+    "function OutOfRange() {}\nOutOfRange.prototype = Object.create(RangeError.prototype);\n"
+    "OutOfRange.prototype.constructor = OutOfRange;\nOutOfRange.prototype.message = 'out of range';\n"
+    "module.exports = { BadInput, OutOfRange };\n",
     "src/files.js": "const fs = require('fs');\nexports.size = (p) => fs.readFileSync(p, 'utf8').length;\n",
     "src/api.js": "exports.fetchUser = async (id) => ({ id, real: true });\n",
     "src/__mocks__/api.js": "exports.fetchUser = async (id) => ({ id, mocked: true });\n",
@@ -93,6 +103,10 @@ FILES = {
         "test('errors and inherited names', () => {\n  expect(() => find(2)).toThrow(NotFound);\n"
         "  expect(() => find(2)).toThrow('no 2');\n  expect(String(new Money(1999))).toBe('$19.99');\n"
         "  expect(new NotFound('x').name).toBe('NotFound');\n});\n"
+        "test('ES5 subclasses of the error types', () => {\n  const { BadInput, OutOfRange } = require('../src/legacy');\n"
+        "  const e = new BadInput('bad');\n  expect(e).toBeInstanceOf(TypeError);\n  expect(e.name).toBe('BadInput');\n"
+        "  expect(String(e)).toBe('BadInput!');\n  expect(new OutOfRange().constructor).toBe(OutOfRange);\n"
+        "  expect(new OutOfRange().message).toBe('out of range');\n});\n"
         "test('exports named as Object.prototype methods', () => {\n  const util = require('../src/util');\n"
         "  expect(util.hasOwnProperty({ a: 1 }, 'a')).toBe(true);\n  expect(util.hasOwnProperty({}, 'a')).toBe(false);\n"
         "  expect(util.isPrototypeOf(Object.prototype, {})).toBe(true);\n});\n"
@@ -110,4 +124,4 @@ FILES = {
     ),
 }
 CONFIG = {"setupFilesAfterEnv": ["<rootDir>/jest.setup.js"]}
-N_TESTS = 23  # every one passes, under stock Jest and under the guard
+N_TESTS = 24  # every one passes, under stock Jest and under the guard
