@@ -176,3 +176,34 @@ def test_no_workspace_code_runs_while_a_host_warms_on_its_template(tmp_path, ima
         assert r.data["num_passed"] == 1, r.data
     finally:
         sb.close()
+
+
+# A test that leaves a timer throwing after its file is done, as rxjs's hostReportError does when
+# a subscriber throws (a redux mutant's rxjs test, #16).
+LATE_THROW = (
+    "test('leaves a throwing timer', () => {\n"
+    "  setTimeout(() => { throw new Error('thrown after the run'); }, 300);\n"
+    "  expect(1).toBe(1);\n});\n"
+)
+
+
+def test_an_error_thrown_between_runs_leaves_the_host_serving_the_next_run(
+    tmp_path, image, make_project
+):
+    """The run that left the timer was answered already; the host it kills between runs would fail
+    whichever request came next (no_result_record). The host carries on: the next run is served by
+    the same, warm, process."""
+    root = make_project(tmp_path / "p", {"tests/late.test.js": LATE_THROW})
+    with sandbox.start("docker", root, image=image, limits=LIMITS) as sb:
+
+        def hosts() -> set[str]:
+            procs = json.loads(sb.exec(["python3", "-c", PROCS]).stdout)
+            return {p for p, (_, cmd) in procs.items() if "jest-host.js" in cmd}
+
+        first = tools.call(sb, "jest_run", {})
+        assert first.status == "passed", first
+        before = hosts()
+        time.sleep(1.0)  # the timer fires while the host waits for the next request
+        assert hosts() == before, "the host died of an error thrown after its run"
+        again = tools.call(sb, "jest_run", {})
+        assert again.status == "passed", again

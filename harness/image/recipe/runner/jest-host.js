@@ -204,17 +204,40 @@ async function warm(nonce) {
   }
 }
 
+// An exception nothing catches ends a Jest process, as in stock Jest, while a request is being
+// served. Between requests it can only come from a run already answered: a timer its tests left
+// (rxjs reports a subscriber's error with `setTimeout(() => { throw err })`: a redux mutant's
+// rxjs test did, and the host died under the next request, which failed as `no_result_record`).
+// That run's answer stands; the next is not that run's, so the host carries on. jest-circus swaps
+// this listener out while a test file runs, attributing such errors to its tests instead, and puts
+// back only what its context's copy of `process` lists (none), so it is added again after each run.
+let serving = 0;
+function onUncaught(e) {
+  if (serving > 0) {
+    try { fs.writeSync(2, `${(e && e.stack) || e}\n`); } catch (err) { /* stderr closed */ }
+    process.exit(1);
+  }
+}
+function served(work) {
+  serving++;
+  return work.finally(() => {
+    serving--;
+    if (process.listeners('uncaughtException').indexOf(onUncaught) < 0) process.on('uncaughtException', onUncaught);
+  });
+}
+process.on('uncaughtException', onUncaught);
+
 process.on('message', (m) => {
   const nonce = m.nonce;
   if (m.op === 'warm') {
-    warm(nonce).catch((e) => send({ nonce, warmed: 0, error: String((e && e.stack) || e).slice(0, 4000) }));
+    served(warm(nonce)).catch((e) => send({ nonce, warmed: 0, error: String((e && e.stack) || e).slice(0, 4000) }));
     return;
   }
   // Test files and config-named files of the pristine workspace, as the runner listed them at init.
   if (guard && Array.isArray(m.protected)) guard.addProtected(m.protected);
   // The workspace as the runner set it up, once per host, before this host first loads the config.
   if (guard && m.pristine) guard.setPristine(m.pristine);
-  const work = m.op === 'list' ? listTests(nonce) : run(nonce, m.test_files, m.name_pattern, m.shard, m.related);
+  const work = served(m.op === 'list' ? listTests(nonce) : run(nonce, m.test_files, m.name_pattern, m.shard, m.related));
   work.catch((e) => {
     // Jest failed as a whole (a config that threw, or a file the guard refused to load): the guard's
     // record still goes back, since what it refused decides the status.
