@@ -44,11 +44,12 @@ def find_realrepos() -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
+    from harness.errors import EtaiError
     from harness.runner import run
     from harness.suite_build.build import BuildOptions, build
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--max", type=int, default=60, help="sessions per project (default 60)")
+    p.add_argument("--max", type=int, default=90, help="sessions per project (default 90)")
     p.add_argument("--only", action="append", help="only these projects (repeatable)")
     p.add_argument("--out", default=str(ROOT / "runs" / "real-suites"))
     p.add_argument("--workers", type=int, default=2)
@@ -67,7 +68,14 @@ def main(argv: list[str] | None = None) -> int:
             src=tuple(proj["src"]),
             env=tuple(sorted(proj["env"].items())),
         )
-        s = build(realrepos / proj["name"], suite_dir, opts, log=print)
+        try:
+            s = build(realrepos / proj["name"], suite_dir, opts, log=print)
+        except (
+            EtaiError
+        ) as e:  # one project that cannot be built (no lockfile) does not stop the rest
+            print(f"{proj['name']}: not built: {e}", file=sys.stderr)
+            rows.append({"project": proj["name"], "error": str(e)})
+            continue
         build_s = time.monotonic() - t0
         r = run(
             str(suite_dir),
@@ -95,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         "| project | sessions (tried) | intents | build s | flaky | failing | oracle PA@3 | broken | noop PA@3 |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
+    skipped = [x for x in rows if "error" in x]
+    rows = [x for x in rows if "error" not in x]
     for x in rows:
         lines.append(
             f"| {x['project']} | {x['sessions']} ({x['tried']}) | {len(x['intents'])} | {x['build_s']} "
@@ -105,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     lines.append(
         f"\n{sum(x['sessions'] for x in rows)} sessions from {len(rows)} projects, {len(intents)} intents"
     )
+    lines += [f"not built: {x['project']}: {x['error']}" for x in skipped]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
