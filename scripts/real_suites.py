@@ -68,11 +68,10 @@ def main(argv: list[str] | None = None) -> int:
             src=tuple(proj["src"]),
             env=tuple(sorted(proj["env"].items())),
         )
+        # One project that cannot be built (no lockfile) does not stop the rest.
         try:
             s = build(realrepos / proj["name"], suite_dir, opts, log=print)
-        except (
-            EtaiError
-        ) as e:  # one project that cannot be built (no lockfile) does not stop the rest
+        except EtaiError as e:
             print(f"{proj['name']}: not built: {e}", file=sys.stderr)
             rows.append({"project": proj["name"], "error": str(e)})
             continue

@@ -105,6 +105,11 @@ class Box:
         close_quietly(self.sb)
 
 
+def _file_of(tid: str) -> str:
+    """The test file of a test id (``file::full name``)."""
+    return tid.split("::", 1)[0]
+
+
 def _statuses(r: jest.JestResult) -> dict[str, str]:
     return {t.id: t.status for t in r.tests}
 
@@ -130,9 +135,8 @@ def baseline(box: Box, runs: int, timeout: float, progress: bool) -> dict[str, A
                 counts.setdefault(f"{f.file}::(test file failed to run)", Counter())["failed"] += 1
     tests = {tid: dict(c) for tid, c in sorted(counts.items())}
     passing = sorted(t for t, c in tests.items() if c.get("passed", 0) == runs)
-    if (
-        not passing
-    ):  # every mutant would "survive": nothing to build on, and nothing ran as it should
+    # No test passing: every mutant would "survive", and nothing ran as it should.
+    if not passing:
         first = next(iter(r.failed_tests), None)
         raise InputError(
             f"no test passes in the sandbox ({len(tests)} tests or files ran, all failing or flaky)"
@@ -198,22 +202,22 @@ def evaluate(
         if not answer.get("report"):  # Jest failed as a whole, or its host died: no test verdicts
             return "no_report", {"reason": r.reason}
         # Only the baseline's test files count: a related run's wider roots may reach others.
-        known = {t.split("::", 1)[0] for t in base["tests"]}
-        now = {t: st for t, st in _statuses(r).items() if t.split("::", 1)[0] in known}
+        known = {_file_of(t) for t in base["tests"]}
+        now = {t: st for t, st in _statuses(r).items() if _file_of(t) in known}
         if {t for t, st in now.items() if st == "passed"} - ever:
             return "fixes_a_failing_test", {}
-        ran = {tr["file"] for tr in (answer.get("report") or {}).get("testResults", [])} & known
-        killed = {t for t in passing if t.split("::", 1)[0] in ran and now.get(t) != "passed"}
+        ran = {tr["file"] for tr in answer["report"]["testResults"]} & known
+        killed = {t for t in passing if _file_of(t) in ran and now.get(t) != "passed"}
         if not killed:
             return "survived", {}
         # A session is verified by whole test files, every test of which must pass: a file that
         # holds a test failing in the baseline can never verify green (dayjs: 8 of 60 sessions
         # whose caught test shared test/plugin/timezone.test.js with a failing DST test).
-        unsound = {t.split("::", 1)[0] for t in base["failing"]}
-        killed = {t for t in killed if t.split("::", 1)[0] not in unsound}
+        unsound = {_file_of(t) for t in base["failing"]}
+        killed = {t for t in killed if _file_of(t) not in unsound}
         if not killed:
             return "caught_beside_a_failing_test", {}
-        files = sorted({t.split("::", 1)[0] for t in killed})
+        files = sorted({_file_of(t) for t in killed})
         for _ in range(base["runs"] - 1):
             again, _ = box.jest(files, timeout)
             killed = {t for t in killed if _statuses(again).get(t) != "passed"}

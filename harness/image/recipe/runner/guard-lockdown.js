@@ -3,9 +3,10 @@
 //
 // A locked property is non-writable and non-configurable. Assigning a locked name on an object that
 // merely inherits it (`MyError.prototype.name = 'MyError'`) would then fail too: SES calls this the
-// "override mistake". The names ordinary code assigns that way (TAMED, on the constructors'
-// prototypes) therefore stay writable data properties, watched like the objects below. SES turns them into getter/setter pairs instead; measured here, a getter on
-// every `x.constructor` and `'' + x` cost the Jest step more than all the rest of the guard.
+// "override mistake". The names ordinary code assigns that way (TAMED, on the prototypes that
+// TAMED_ON and SEALED name) therefore stay writable data properties, watched like the objects
+// below. SES turns them into getter/setter pairs instead; measured here, a getter on every
+// `x.constructor` and `'' + x` cost the Jest step more than all the rest of the guard.
 //
 // What stays as stock JavaScript has it, because tests legitimately replace it: Date and its
 // prototype (jest.spyOn(Date, 'now'), fake timers), Math (spyOn(Math, 'random')), console, process,
