@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     realrepos = find_realrepos()
     corpus = json.loads((realrepos / "corpus.json").read_text())
     out = Path(args.out)
+    # Rows of earlier invocations (one project at a time, or a resumed run) stay in the report.
+    report = out / "report.json"
+    earlier = json.loads(report.read_text()) if report.is_file() else []
     rows = []
     for proj in corpus:
         if args.only and proj["name"] not in args.only:
@@ -67,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             max_sessions=args.max,
             src=tuple(proj["src"]),
             env=tuple(sorted(proj["env"].items())),
+            resolve_lockfile=True,  # dinero's copy has none (upstream keeps a yarn.lock)
         )
         # One project that cannot be built (no lockfile) does not stop the rest.
         try:
@@ -90,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                 "tried": s["tried"],
                 "intents": s["per_intent"],
                 "build_s": round(build_s),
+                "build_spent_s": s.get("seconds_spent"),
                 "flaky": s["baseline"]["flaky"],
                 "failing": s["baseline"]["failing"],
                 "oracle_pa": r["agents"]["oracle"]["path_accuracy"][k],
@@ -97,16 +102,19 @@ def main(argv: list[str] | None = None) -> int:
                 "noop_pa": r["agents"]["noop"]["path_accuracy"][k],
             }
         )
-        (out / "report.json").write_text(json.dumps(rows, indent=2))
+        _write_report(report, earlier, rows)
+    rows = _write_report(report, earlier, rows)
     lines = [
-        "| project | sessions (tried) | intents | build s | flaky | failing | oracle PA@3 | broken | noop PA@3 |",
+        "| project | sessions (tried) | intents | build s (this run / all runs) | flaky | failing "
+        "| oracle PA@3 | broken | noop PA@3 |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     skipped = [x for x in rows if "error" in x]
     rows = [x for x in rows if "error" not in x]
     for x in rows:
         lines.append(
-            f"| {x['project']} | {x['sessions']} ({x['tried']}) | {len(x['intents'])} | {x['build_s']} "
+            f"| {x['project']} | {x['sessions']} ({x['tried']}) | {len(x['intents'])} "
+            f"| {x['build_s']} / {x.get('build_spent_s')} "
             f"| {len(x['flaky'])} | {len(x['failing'])} | {x['oracle_pa']} | {len(x['oracle_broken'])} "
             f"| {x['noop_pa']} |"
         )
@@ -118,6 +126,15 @@ def main(argv: list[str] | None = None) -> int:
     (out / "report.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
+
+
+def _write_report(path: Path, earlier: list[dict], rows: list[dict]) -> list[dict]:
+    """report.json: this invocation's rows over the earlier ones of the same projects."""
+    mine = {x["project"] for x in rows}
+    merged = [x for x in earlier if x["project"] not in mine] + rows
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(merged, indent=2))
+    return merged
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from harness.results import write_json_atomic, write_text_atomic
 from harness.sandbox import Limits, Status, close_quietly, provider
 from harness.sandbox._runner import workspace_paths
 from harness.suite_build import compose, mutants
-from harness.suite_build.deps import lockfile_digest, node_modules
+from harness.suite_build.deps import has_lockfile, node_modules, resolve_lockfile
 
 DROP_REASONS = (
     "survived",  # no baseline-passing test fails
@@ -52,6 +52,7 @@ class BuildOptions:
     timeout_s: float = 180.0
     sandbox: str = "docker"
     related: bool = True  # a mutant runs only the test files that depend on its file (Jest's graph)
+    resolve_lockfile: bool = False  # a project without a lockfile gets one resolved into the base
 
 
 def _default_src(project: Path) -> tuple[str, ...]:
@@ -259,7 +260,12 @@ def build(
     project, out = Path(project).resolve(), Path(out).resolve()
     if not (project / "package.json").is_file():
         raise InputError("not a Node project (no package.json)", where=str(project))
-    lockfile_digest(project)  # InputError without a lockfile, before anything is written
+    if not (opts.resolve_lockfile or has_lockfile(project)):  # before anything is written
+        raise InputError(
+            "no package-lock.json: `npm ci` needs a lockfile (--resolve-lockfile resolves one from "
+            "package.json now and keeps it in the suite)",
+            where=str(project),
+        )
     if opts.runs < 1:
         raise InputError(f"must be at least 1, got {opts.runs}", where="--runs")
     src = opts.src or _default_src(project)
@@ -270,6 +276,8 @@ def build(
     out.mkdir(parents=True, exist_ok=True)
     name = project.name
     _snapshot(project, out / "base")
+    if not has_lockfile(out / "base"):
+        resolve_lockfile(out / "base", log=log)
     deps = node_modules(out / "base", log=log)
     limits = Limits(memory_mb=2048, timeout_s=opts.timeout_s, env=opts.env, node_modules=str(deps))
     write_text_atomic(out / "suite.yaml", _suite_yaml(name, opts))
@@ -307,6 +315,7 @@ def build(
                 row["verdict"] = "capped"
             else:
                 text = files[m.file]
+                t_m = time.monotonic()
                 verdict, details = evaluate(box, m, text, base, timeout, related=opts.related)
                 row["verdict"] = verdict
                 if verdict == "kept":
@@ -321,6 +330,7 @@ def build(
                         kept_per[m.file] += 1
                         kept_per[(m.file, m.fn)] += 1
                         bar.update(1)
+                row["seconds"] = round(time.monotonic() - t_m, 2)
                 if not opts.max_sessions:
                     bar.update(0 if verdict == "kept" else 1)
             _append(out / "mutants.jsonl", row)
@@ -397,5 +407,8 @@ def _summary(name, done, base, unparsed, candidates, seconds) -> dict[str, Any]:
             "flaky": base["flaky"],
             "failing": base["failing"],
         },
-        "build_seconds": round(seconds, 1),
+        "build_seconds": round(seconds, 1),  # this invocation's
+        # Over every invocation of a resumed build: the baseline runs and each mutant's runs
+        # (rows written before rows had ``seconds`` count as 0).
+        "seconds_spent": round(sum(base["seconds"]) + sum(r.get("seconds", 0) for r in rows), 1),
     }

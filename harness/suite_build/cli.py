@@ -39,6 +39,12 @@ def add_parser(suite_sub) -> None:
         help="run every test file for each mutant (default: only those that depend on the mutated "
         "file, by Jest's dependency graph; a project whose tests load sources dynamically needs this)",
     )  # fmt: skip
+    b.add_argument(
+        "--resolve-lockfile", action="store_true",
+        help="a project without package-lock.json gets one resolved from package.json now "
+        "(npm install --package-lock-only, the registry's versions of today, peer dependencies as "
+        "npm 6 did); it is kept in the suite's base, so the suite installs the same way later",
+    )  # fmt: skip
     b.add_argument("--sandbox", default="docker", help="the sandbox (default docker)")
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -77,6 +83,7 @@ def _build(args: argparse.Namespace) -> int:
         per_function=args.per_function,
         sandbox=args.sandbox,
         related=not args.whole_suite,
+        resolve_lockfile=args.resolve_lockfile,
     )
     summary = build(
         args.repo,

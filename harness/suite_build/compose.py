@@ -5,6 +5,7 @@ runs the failing test file, reads the source and reverts the mutation with ``fil
 
 from __future__ import annotations
 
+import os
 import random
 import re
 from dataclasses import dataclass
@@ -101,6 +102,16 @@ def snippets(text: str, m: Mutant) -> tuple[str, str]:
         first, last = max(0, first - 1), min(len(lines) - 1, last + 1)
 
 
+def fix_site(text: str, m: Mutant) -> dict[str, int]:
+    """Line and column (1-based) in the mutated file of the first character the fix changes: the
+    rule harness.loop.edit_cursor scores an agent's edit by. The mutated node may start earlier
+    (a flipped `a && b` starts at `a`, the fix at `&&`), which cost the reference 9 columns."""
+    mutated = m.apply(text)
+    i = len(os.path.commonprefix([mutated, text]))
+    before = mutated[:i]
+    return {"line": before.count("\n") + 1, "column": i - (before.rfind("\n") + 1) + 1}
+
+
 def session(
     project: str, m: Mutant, text: str, failures: list[Failure], rng: random.Random
 ) -> dict:
@@ -147,6 +158,6 @@ def session(
         ],  # fmt: skip
         "final_output": f"Restored the {what} in {src} (line {m.line}); {f.test_file} passes again.",
         "verify": {"test_files": test_files},
-        "cursor_target": {"file": src, "line": m.line, "column": m.column, "placement": "before"},
+        "cursor_target": {"file": src, **fix_site(text, m), "placement": "before"},
         "mutation": {"operator": m.operator, "id": m.id, "function": m.fn},
     }

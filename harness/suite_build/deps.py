@@ -22,9 +22,13 @@ from harness.errors import InfraError, InputError
 _INSTALL_FILES = ("package.json", "package-lock.json", "npm-shrinkwrap.json", ".npmrc")
 
 
+def has_lockfile(project: Path) -> bool:
+    return any((project / f).is_file() for f in ("package-lock.json", "npm-shrinkwrap.json"))
+
+
 def lockfile_digest(project: Path) -> str:
     """Digest of what decides the install: manifest, lockfile, .npmrc. InputError without a lockfile."""
-    if not any((project / f).is_file() for f in ("package-lock.json", "npm-shrinkwrap.json")):
+    if not has_lockfile(project):
         raise InputError("no package-lock.json: `npm ci` needs a lockfile", where=str(project))
     h = hashlib.sha256()
     for f in _INSTALL_FILES:
@@ -77,6 +81,33 @@ def _pin_dist_tags(folder: Path) -> list[str]:
     if pinned:
         manifest.write_text(json.dumps(m, indent=2) + "\n")
     return pinned
+
+
+def resolve_lockfile(folder: Path, *, log=lambda m: None) -> None:
+    """Write a package-lock.json into ``folder`` (a suite's base snapshot) from its manifest alone.
+
+    For a project that ships none (dinero keeps a yarn.lock upstream, not in the corpus copy): the
+    versions are the registry's today, so the lockfile stays with the suite and every later install
+    of it is the same. Peer dependencies are resolved as npm 6 and yarn 1 did (not installed, a
+    conflict not fatal), which is what such a project was tested with; an ``.npmrc`` line tells
+    ``npm ci`` the same. Only the registry's metadata is read: nothing is installed or run."""
+    npmrc = folder / ".npmrc"
+    lines = npmrc.read_text().splitlines() if npmrc.is_file() else []
+    if not any(line.replace(" ", "").startswith("legacy-peer-deps=") for line in lines):
+        npmrc.write_text("\n".join([*lines, "legacy-peer-deps=true"]) + "\n")
+    log(f"resolving a lockfile for {folder} (npm install --package-lock-only, one time)")
+    r = subprocess.run(
+        [_npm(), "install", "--package-lock-only", "--ignore-scripts", "--no-audit", "--no-fund",
+         "--loglevel=error"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "npm_config_update_notifier": "false"},
+    )  # fmt: skip
+    if r.returncode != 0 or not has_lockfile(folder):
+        raise InfraError(
+            f"npm could not resolve a lockfile in {folder}:\n{(r.stderr or r.stdout)[-2000:]}"
+        )
 
 
 def node_modules(project: Path, *, log=lambda m: None) -> Path:

@@ -202,6 +202,24 @@ def test_assertion_site_is_the_first_frame_in_the_test_file():
     assert compose.assertion_site(["no frames"], "test/a.spec.js", "/scratch/ws") == (1, 1)
 
 
+def test_the_cursor_target_is_the_first_character_the_fix_changes():
+    """Where harness.loop.edit_cursor puts the reference's edit: a flipped `a && b` is a node that
+    starts at `a`, and the fix types at `&&` (line 2, column 12 of the mutated file)."""
+    text = "function f(a, b) {\n  return a && b;\n}\n"
+    ms, _ = mutants.find({"src/f.js": text})
+    m = next(m for m in ms if m.operator == "flip_logical")
+    assert (m.line, m.column) == (2, 10)
+    assert compose.fix_site(text, m) == {"line": 2, "column": 12}
+    sess = compose.session("p", m, text, [compose.Failure("test/f.test.js", "t", "msg", 3, 5)],
+                           __import__("random").Random(0))  # fmt: skip
+    assert sess["cursor_target"] == {
+        "file": "src/f.js",
+        "line": 2,
+        "column": 12,
+        "placement": "before",
+    }
+
+
 def test_lockfile_is_required(tmp_path):
     (tmp_path / "package.json").write_text("{}")
     with pytest.raises(InputError, match="no package-lock.json"):
@@ -260,6 +278,38 @@ def test_cli_refuses_bad_input_with_exit_2(tmp_path, capsys, argv, where):
     rc = main(["suite", "build", str(tmp_path), "--out", str(tmp_path / "out"), *argv])
     assert rc == 2 and where in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_refuses_a_project_without_a_lockfile_and_names_the_flag(tmp_path, capsys):
+    (tmp_path / "package.json").write_text("{}")
+    assert main(["suite", "build", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "no package-lock.json" in err and "--resolve-lockfile" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_resolved_lockfile_pins_todays_versions_and_installs_with_legacy_peers(
+    tmp_path, monkeypatch
+):
+    """Real npm against the registry, as dinero's copy needs: no lockfile, a manifest whose peer
+    dependencies conflict (a plugin asking for an older host than the one pinned). Resolved as npm 6
+    did, written into the folder with the .npmrc line that lets `npm ci` install the same tree."""
+    monkeypatch.setenv("ETAI_CACHE", str(tmp_path / "cache"))
+    base = tmp_path / "base"
+    base.mkdir()
+    manifest = {"name": "p", "version": "1.0.0",
+                "devDependencies": {"rollup": "2.9.0", "rollup-plugin-babel-minify": "9.1.1"}}  # fmt: skip
+    (base / "package.json").write_text(json.dumps(manifest))
+    from harness.suite_build.deps import resolve_lockfile
+
+    resolve_lockfile(base)
+    lock = json.loads((base / "package-lock.json").read_text())
+    assert lock["packages"]["node_modules/rollup"]["version"] == "2.9.0"
+    assert "legacy-peer-deps=true" in (base / ".npmrc").read_text().splitlines()
+    resolve_lockfile(base)  # again: the .npmrc line is not written twice
+    assert (base / ".npmrc").read_text().count("legacy-peer-deps") == 1
+    nm = node_modules(base)
+    assert json.loads((nm / "rollup" / "package.json").read_text())["version"] == "2.9.0"
 
 
 def test_cli_refuses_a_folder_that_is_not_a_node_project(tmp_path, capsys):

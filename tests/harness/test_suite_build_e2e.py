@@ -81,6 +81,9 @@ def test_oracle_reaches_green_on_every_session_and_noop_on_none(built, tmp_path)
     assert oracle["reference_broken"] == [] and oracle["n_infra_error"] == 0
     assert oracle["path_accuracy"][3] == 1.0
     assert noop["path_accuracy"][3] == 0.0 and noop["pass_at_k"][1] == 0.0
+    # The reference's edit starts where cursor_target says: the human's own cursor scores 0 px.
+    assert oracle["cursor"]["n"] == len(load_suite(built).sessions)
+    assert oracle["cursor"]["mean_px"] == 0.0 and oracle["cursor"]["wrong_file_rate"] == 0.0
 
 
 def test_a_file_holding_a_baseline_failing_test_never_verifies_a_session(tmp_path, make_project):
