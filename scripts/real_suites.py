@@ -77,16 +77,22 @@ def main(argv: list[str] | None = None) -> int:
             s = build(realrepos / proj["name"], suite_dir, opts, log=print)
         except EtaiError as e:
             print(f"{proj['name']}: not built: {e}", file=sys.stderr)
-            rows.append({"project": proj["name"], "error": str(e)})
+            rows.append({"project": proj["name"], "error": f"not built: {e}"})
             continue
         build_s = time.monotonic() - t0
-        r = run(
-            str(suite_dir),
-            ["oracle", "noop"],
-            out=out / f"{proj['name']}-run",
-            workers=args.workers,
-        )
-        k = r["k"]
+        t0 = time.monotonic()
+        try:
+            r = run(
+                str(suite_dir),
+                ["oracle", "noop"],
+                out=out / f"{proj['name']}-run",
+                workers=args.workers,
+            )
+        except EtaiError as e:  # e.g. the sandbox engine went away: the build stays, rerun resumes
+            print(f"{proj['name']}: not replayed: {e}", file=sys.stderr)
+            rows.append({"project": proj["name"], "error": f"built, not replayed: {e}"})
+            continue
+        oracle, noop, k = r["agents"]["oracle"], r["agents"]["noop"], r["k"]
         rows.append(
             {
                 "project": proj["name"],
@@ -95,19 +101,23 @@ def main(argv: list[str] | None = None) -> int:
                 "intents": s["per_intent"],
                 "build_s": round(build_s),
                 "build_spent_s": s.get("seconds_spent"),
+                "replay_s": round(time.monotonic() - t0),
                 "flaky": s["baseline"]["flaky"],
                 "failing": s["baseline"]["failing"],
-                "oracle_pa": r["agents"]["oracle"]["path_accuracy"][k],
-                "oracle_broken": r["agents"]["oracle"]["reference_broken"],
-                "noop_pa": r["agents"]["noop"]["path_accuracy"][k],
+                "oracle_pa": oracle["path_accuracy"][k],
+                "oracle_broken": oracle["reference_broken"],
+                "oracle_cursor_px": oracle["cursor"]["mean_px"],
+                "infra_errors": oracle["n_infra_error"] + noop["n_infra_error"],
+                "noop_pa": noop["path_accuracy"][k],
+                "image": r.get("image"),
             }
         )
         _write_report(report, earlier, rows)
     rows = _write_report(report, earlier, rows)
     lines = [
         "| project | sessions (tried) | intents | build s (this run / all runs) | flaky | failing "
-        "| oracle PA@3 | broken | noop PA@3 |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| oracle PA@3 | broken | oracle cursor px | noop PA@3 | infra | replay s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     skipped = [x for x in rows if "error" in x]
     rows = [x for x in rows if "error" not in x]
@@ -116,13 +126,15 @@ def main(argv: list[str] | None = None) -> int:
             f"| {x['project']} | {x['sessions']} ({x['tried']}) | {len(x['intents'])} "
             f"| {x['build_s']} / {x.get('build_spent_s')} "
             f"| {len(x['flaky'])} | {len(x['failing'])} | {x['oracle_pa']} | {len(x['oracle_broken'])} "
-            f"| {x['noop_pa']} |"
+            f"| {x.get('oracle_cursor_px')} | {x['noop_pa']} | {x.get('infra_errors')} "
+            f"| {x.get('replay_s')} |"
         )
     intents = {i for x in rows for i in x["intents"]}
     lines.append(
-        f"\n{sum(x['sessions'] for x in rows)} sessions from {len(rows)} projects, {len(intents)} intents"
+        f"\nsessions: {sum(x['sessions'] for x in rows)}, projects: {len(rows)}, "
+        f"intent labels: {len(intents)}"
     )
-    lines += [f"not built: {x['project']}: {x['error']}" for x in skipped]
+    lines += [f"{x['project']}: {x['error']}" for x in skipped]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

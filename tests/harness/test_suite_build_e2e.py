@@ -17,19 +17,19 @@ from harness.runner import run
 from harness.sessions import load_suite
 
 
-def _realrepos() -> Path:
-    # One search, the script's (scripts/real_suites.py): beside the checkout or the one it was
-    # cloned from, or $ETAI_REALREPOS.
+def _script():
     import importlib.util
 
     path = Path(__file__).resolve().parents[2] / "scripts" / "real_suites.py"
     spec = importlib.util.spec_from_file_location("real_suites", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.find_realrepos()
+    return module
 
 
-REDUX = _realrepos() / "redux"
+# One search, the script's: beside the checkout or the one it was cloned from, or $ETAI_REALREPOS.
+REAL_SUITES = _script()
+REDUX = REAL_SUITES.find_realrepos() / "redux"
 # Quiet, with containers reused between episodes (#15): 93 s for both tests, build included. Under
 # load ~30 on 2 cores, before that, the build took 396 s and the replay over 600 s.
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -39,11 +39,13 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(2400)]
 def built(tmp_path_factory, image):
     if not (REDUX / "package-lock.json").is_file():
         pytest.fail(f"{REDUX} has no package-lock.json: is ETAI_REALREPOS the realrepos folder?")
-    out = tmp_path_factory.mktemp("redux") / "suite"
-    argv = ["suite", "build", str(REDUX), "--out", str(out), "--max", "10", "--no-progress"]
-    assert main(argv) == 0
+    # `make real-suites` for one project, a slice of what it does for six: build, replay, report.
+    root = tmp_path_factory.mktemp("real-suites")
+    assert REAL_SUITES.main(["--only", "redux", "--max", "10", "--out", str(root)]) == 0
+    out = root / "redux"
     tried = (out / "mutants.jsonl").read_text()
-    assert main(argv) == 0  # the same command again resumes: nothing is tried twice
+    argv = ["suite", "build", str(REDUX), "--out", str(out), "--max", "10", "--no-progress"]
+    assert main(argv) == 0  # the same build by the command resumes: nothing is tried twice
     assert (out / "mutants.jsonl").read_text() == tried
     return out
 
@@ -75,8 +77,9 @@ def test_the_built_suite_reads_like_a_developers_sessions(built):
     assert "test/utils/isPlainObject.spec.js::(test file failed to run)" in base["failing"]
 
 
-def test_oracle_reaches_green_on_every_session_and_noop_on_none(built, tmp_path):
-    summary = run(str(built), ["oracle", "noop"], out=tmp_path / "run", workers=2, progress=False)
+def test_oracle_reaches_green_on_every_session_and_noop_on_none(built):
+    # The script's replay, resumed from its rows (nothing runs again) for the whole summary.
+    summary = run(str(built), ["oracle", "noop"], out=built.parent / "redux-run", progress=False)
     oracle, noop = summary["agents"]["oracle"], summary["agents"]["noop"]
     assert oracle["reference_broken"] == [] and oracle["n_infra_error"] == 0
     assert oracle["path_accuracy"][3] == 1.0
@@ -84,6 +87,11 @@ def test_oracle_reaches_green_on_every_session_and_noop_on_none(built, tmp_path)
     # The reference's edit starts where cursor_target says: the human's own cursor scores 0 px.
     assert oracle["cursor"]["n"] == len(load_suite(built).sessions)
     assert oracle["cursor"]["mean_px"] == 0.0 and oracle["cursor"]["wrong_file_rate"] == 0.0
+    (row,) = json.loads((built.parent / "report.json").read_text())
+    assert (row["project"], row["sessions"]) == ("redux", len(load_suite(built).sessions))
+    assert (row["oracle_pa"], row["oracle_broken"], row["noop_pa"]) == (1.0, [], 0.0)
+    assert row["oracle_cursor_px"] == 0.0 and row["infra_errors"] == 0
+    assert f"sessions: {row['sessions']}, projects: 1," in (built.parent / "report.md").read_text()
 
 
 def test_a_file_holding_a_baseline_failing_test_never_verifies_a_session(tmp_path, make_project):
