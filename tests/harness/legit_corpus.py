@@ -6,7 +6,7 @@ equality testers; snapshots on disk and inline; each; async, done callbacks, res
 expect.assertions; node's assert; isolateModules and requireActual; process.env; source code that
 assigns inherited names (Error subclasses, toString, constructor, ES5 subclasses of TypeError and
 RangeError, and exports named as Object.prototype's methods, as Babel compiles `export function
-hasOwnProperty`).
+hasOwnProperty`); a library that probes `process.binding` and falls back (chai 4).
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ FILES = {
     "function OutOfRange() {}\nOutOfRange.prototype = Object.create(RangeError.prototype);\n"
     "OutOfRange.prototype.constructor = OutOfRange;\nOutOfRange.prototype.message = 'out of range';\n"
     "module.exports = { BadInput, OutOfRange };\n",
+    # A feature probe as chai 4's loupe makes when it loads (#16: radash's tests).
+    "src/probe.js": "let details = null;\n"
+    "try { details = process.binding('util').getPromiseDetails; } catch (notNode) { /* ignore */ }\n"
+    "exports.describe = (p) => (details ? 'Promise{native}' : 'Promise{…}');\n",
     "src/files.js": "const fs = require('fs');\nexports.size = (p) => fs.readFileSync(p, 'utf8').length;\n",
     "src/api.js": "exports.fetchUser = async (id) => ({ id, real: true });\n",
     "src/__mocks__/api.js": "exports.fetchUser = async (id) => ({ id, mocked: true });\n",
@@ -120,8 +124,10 @@ FILES = {
         "  expect(f).toHaveBeenCalledWith(expect.objectContaining({ id: 1 }));\n"
         "  expect({ a: 1, b: 'x' }).toEqual({ a: expect.any(Number), b: expect.anything() });\n"
         "  expect([3, 1]).toEqual(expect.arrayContaining([1]));\n});\n"
+        "test('a library that probes process.binding and falls back', () => {\n"
+        "  expect(require('../src/probe').describe(Promise.resolve())).toMatch(/^Promise\\{/);\n});\n"
         "test('process.env', () => { process.env.MODE = 'test-mode'; expect(process.env.MODE).toBe('test-mode'); });\n"
     ),
 }
 CONFIG = {"setupFilesAfterEnv": ["<rootDir>/jest.setup.js"]}
-N_TESTS = 24  # every one passes, under stock Jest and under the guard
+N_TESTS = 25  # every one passes, under stock Jest and under the guard

@@ -310,6 +310,11 @@ function copyModule(real, frozen, seen = new Map()) {
 // the IPC channel or other modules without going through the module system.
 const PROCESS_CUT = ['binding', '_linkedBinding', 'dlopen', '_getActiveHandles', '_getActiveRequests', 'channel',
   '_channel', 'setUncaughtExceptionCaptureCallback', 'hasUncaughtExceptionCaptureCallback'];
+// Of these, the two that libraries probe for features answer as a Node without the binding would,
+// and are not a refusal: chai 4 (through loupe) runs `try { process.binding('util') } catch {}` when
+// it loads, which made every test file that requires chai `tampered` (radash, #16). The call
+// reaches nothing either way.
+const PROCESS_ABSENT = new Set(['binding', '_linkedBinding']);
 
 // ------------------------------------------------------------------ the runtime
 // Jest's Runtime with the rules above. jest-runner builds one per test file: the constructor runs
@@ -339,9 +344,11 @@ function guardedRuntime(Base, jestDir) {
       if (proc) {
         for (const name of PROCESS_CUT) {
           defineProperty(proc, name, {
-            value: typeof proc[name] === 'function'
-              ? () => { tamperIn(rec, `process.${name}()`); throw new Error(`etai: process.${name} is not available in a graded run`); }
-              : undefined,
+            value: PROCESS_ABSENT.has(name)
+              ? (module) => { throw new Error(`No such module: ${module}`); }
+              : typeof proc[name] === 'function'
+                ? () => { tamperIn(rec, `process.${name}()`); throw new Error(`etai: process.${name} is not available in a graded run`); }
+                : undefined,
             writable: false, configurable: false, enumerable: false,
           });
         }
