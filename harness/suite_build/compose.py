@@ -5,7 +5,6 @@ runs the failing test file, reads the source and reverts the mutation with ``fil
 
 from __future__ import annotations
 
-import os
 import random
 import re
 from dataclasses import dataclass
@@ -103,13 +102,14 @@ def snippets(text: str, m: Mutant) -> tuple[str, str]:
 
 
 def fix_site(text: str, m: Mutant) -> dict[str, int]:
-    """Line and column (1-based) in the mutated file of the first character the fix changes: the
-    rule harness.loop.edit_cursor scores an agent's edit by. The mutated node may start earlier
+    """Line and column (1-based) in the mutated file of the first character the fix changes, by the
+    helpers harness.loop.edit_cursor scores an agent's edit with. The mutated node may start earlier
     (a flipped `a && b` starts at `a`, the fix at `&&`), which cost the reference 9 columns."""
+    from harness.loop import _common_prefix, _position  # edit_cursor's own rule, not a copy of it
+
     mutated = m.apply(text)
-    i = len(os.path.commonprefix([mutated, text]))
-    before = mutated[:i]
-    return {"line": before.count("\n") + 1, "column": i - (before.rfind("\n") + 1) + 1}
+    line, column = _position(mutated, _common_prefix(mutated, text))
+    return {"line": line, "column": column}
 
 
 def session(
