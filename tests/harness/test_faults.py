@@ -124,7 +124,8 @@ class EngineProxy:
         self._server: socket.socket | None = None
         self._conns: list[socket.socket] = []
         self._lock = threading.Lock()
-        self.watch: bytes | None = None  # set: ``seen`` is set when the run sends these bytes
+        # set: the run's bytes holding these are dropped and ``seen`` is set
+        self.watch: bytes | None = None
         self.seen = threading.Event()
 
     def up(self) -> None:
@@ -166,7 +167,11 @@ class EngineProxy:
         try:
             while data := src.recv(65536):
                 if self.watch and self.watch in tail + data:
+                    # The engine stops before this request reaches it: forwarding it and cutting
+                    # afterwards raced the episode, which could finish between the two on a fast
+                    # step (CI once saw the second session pass). ``down()`` follows.
                     self.seen.set()
+                    return
                 tail = data[-64:]
                 dst.sendall(data)
             dst.shutdown(socket.SHUT_WR)  # a half-close (docker exec's stdin) travels on
@@ -200,6 +205,7 @@ def test_engine_stopped_mid_run_gives_infra_error_rows_exit_3_and_a_rerun_comple
             b'"op": "edit"'  # the second episode is acting: its sandbox is started, in use
         )
         assert proxy.seen.wait(120)
+        proxy.watch = None
         proxy.down()
         # The timeout is a hang guard, not a speed claim: with the engine gone the remaining rows
         # must be written without waiting on anything (a hang would be the bug).
