@@ -294,8 +294,14 @@ def test_second_run_on_the_same_folder_exits_2_naming_the_holder(tmp_path):
     args = _run_args(out, sessions=THREE)
     first = _etai(args)
     _wait_rows(out, 1, first)
-    second = _etai(args)
-    stdout, stderr = second.communicate(timeout=60)
+    # Held still while the second one asks, so it cannot finish first and free the folder (on a
+    # quiet machine its last two episodes take about as long as the second one's start).
+    os.killpg(first.pid, signal.SIGSTOP)
+    try:
+        second = _etai(args)
+        stdout, stderr = second.communicate(timeout=60)
+    finally:
+        os.killpg(first.pid, signal.SIGCONT)
     assert second.returncode == 2, stderr
     assert stdout == "" and "preflight" not in stderr, "refused before anything ran"
     assert f"in use by another etai run (pid {first.pid})" in stderr and str(out) in stderr
