@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         _write_report(report, earlier, rows)
     rows = _write_report(report, earlier, rows)
     lines = [
-        "| project | sessions (tried) | intents | build s (this run / all runs) | flaky | failing "
+        "| project | sessions (tried) | intents | build s (wall / in tests, all runs) | flaky | failing "
         "| oracle PA@3 | broken | oracle cursor px | noop PA@3 | infra | replay s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
