@@ -28,7 +28,7 @@ from harness.etai_format import (
     result_json,
 )
 from harness.sandbox import Sandbox, Status, ToolFailure, close_quietly
-from harness.sessions import Cursor, Session
+from harness.sessions import Cursor, Session, first_difference, line_and_column
 from harness.verify import Gold, Verdict, take_baseline, verify
 
 MUTATING = ("file_edit", "file_write")
@@ -52,20 +52,6 @@ def _target_file(args: dict[str, Any]) -> str | None:
     return None
 
 
-def _position(text: str, index: int) -> tuple[int, int]:
-    before = text[:index]
-    return before.count("\n") + 1, index - (before.rfind("\n") + 1) + 1
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def edit_cursor(sb: Sandbox, action: Action) -> Cursor | None:
     """Where an edit starts: the first character the edit changes (the suites' cursor_target rule)."""
     args = action.args
@@ -80,13 +66,13 @@ def edit_cursor(sb: Sandbox, action: Action) -> Cursor | None:
         old, new = args.get("old"), args.get("new")
         if not isinstance(old, str) or not isinstance(new, str) or old not in old_text:
             return None
-        index = old_text.index(old) + _common_prefix(old, new)
+        index = old_text.index(old) + first_difference(old, new)
     else:
         new = args.get("content")
         if not isinstance(new, str):
             return None
-        index = _common_prefix(old_text, new)
-    line, col = _position(old_text if index <= len(old_text) else new, index)
+        index = first_difference(old_text, new)
+    line, col = line_and_column(old_text if index <= len(old_text) else new, index)
     return Cursor(path, line, col, "before")
 
 

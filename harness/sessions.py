@@ -12,6 +12,7 @@ import functools
 import hashlib
 import json
 import math
+import os
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,6 +31,20 @@ class Cursor:
     line: int  # 1-based
     column: int  # 1-based
     placement: str = "before"  # before | after the character at (line, column)
+
+
+# Where an edit lands, the rule the scorer (harness.loop.edit_cursor) and the suite builder's
+# cursor_target (suite_build.compose.fix_site) share: the first character that differs.
+def first_difference(a: str, b: str) -> int:
+    """Index of the first character where ``a`` and ``b`` differ (the shorter one's length if one
+    begins the other)."""
+    return len(os.path.commonprefix([a, b]))
+
+
+def line_and_column(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column of ``text[index]``."""
+    before = text[:index]
+    return before.count("\n") + 1, index - (before.rfind("\n") + 1) + 1
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import random
 import re
 from dataclasses import dataclass
 
+from harness.sessions import first_difference, line_and_column
 from harness.suite_build.mutants import WHAT, Mutant
 
 TEMPLATES: dict[str, tuple[str, ...]] = {
@@ -103,12 +104,10 @@ def snippets(text: str, m: Mutant) -> tuple[str, str]:
 
 def fix_site(text: str, m: Mutant) -> dict[str, int]:
     """Line and column (1-based) in the mutated file of the first character the fix changes, by the
-    helpers harness.loop.edit_cursor scores an agent's edit with. The mutated node may start earlier
+    rule harness.loop.edit_cursor scores an agent's edit with. The mutated node may start earlier
     (a flipped `a && b` starts at `a`, the fix at `&&`), which cost the reference 9 columns."""
-    from harness.loop import _common_prefix, _position  # edit_cursor's own rule, not a copy of it
-
     mutated = m.apply(text)
-    line, column = _position(mutated, _common_prefix(mutated, text))
+    line, column = line_and_column(mutated, first_difference(mutated, text))
     return {"line": line, "column": column}
 
 
