@@ -156,9 +156,13 @@ def _listing(sb: Sandbox) -> frozenset[str]:
 
 
 def _full_run(sb: Sandbox, timeout: float | None) -> jest.JestResult:
+    """A graded run: in Jest hosts that have run no workspace code before and end after it
+    (``fresh``, runner.js), so nothing an earlier run of the episode left behind can answer it."""
     t = timeout or sb.limits.timeout_s
     answer = sb.request(
-        "jest", {"timeout_ms": int(t * 1000), "output_cap": sb.limits.output_cap}, timeout=t
+        "jest",
+        {"timeout_ms": int(t * 1000), "output_cap": sb.limits.output_cap, "fresh": True},
+        timeout=t,
     )
     return jest.from_runner(answer, guarded=sb.limits.guard)
 

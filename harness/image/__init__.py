@@ -33,6 +33,7 @@ _RUNNER_FILES = (
     "guard-lockdown.js",
     "guard-framework.js",
     "file-sig.js",
+    "warm-template.js",
 )
 _DEPS_FILES = ("package.json", "package-lock.json")
 

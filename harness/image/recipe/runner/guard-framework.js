@@ -99,18 +99,41 @@ function sourceTransforms(jestDir) {
   return out;
 }
 
+// The frames of an asymmetric matcher's own making: its classes' constructors and the factories
+// (asymmetricMatchers.js; a custom one's class lives in jestMatchersObject.js).
+let matcherFiles = null;
+
+function factoryNames(state) {
+  const names = [];
+  const { expect } = state;
+  if (!expect) return names;
+  for (const obj of [expect, expect.not]) {
+    const keys = ownKeys(obj);
+    for (let i = 0; i < keys.length; i++) if (typeof keys[i] === 'string') push(names, keys[i]);
+  }
+  return names;
+}
+
 // The object the amended framework files require as 'etai-guard-hooks', one per test file.
-function hooks(runtime, workspaceCaller) {
+function hooks(runtime) {
   const trusted = new WeakSet();
   const untrusted = new WeakSet();
   const state = runtime._etai;
   state.counter = { passed: 0, suppressedFailures: 0 };
   state.testers = []; // what expect.addEqualityTesters added, in order
   const tamper = (what) => guard().tamperIn(state.rec, what);
-  return Object.freeze({
+  if (!matcherFiles) {
+    const dir = path.dirname(pkgFile(state.jestDir, 'expect', 'package.json'));
+    matcherFiles = [path.join(dir, 'build', 'asymmetricMatchers.js'), path.join(dir, 'build', 'jestMatchersObject.js')];
+  }
+  const ownFrame = (f) => f === matcherFiles[0] || f === matcherFiles[1];
+  const made = Object.freeze({
+    // Honoured in comparisons only when a trusted file's code wrote the call that made it
+    // (`expect.any(Number)` in a test): see guard.js `trustedCall`.
     created(matcher) {
-      const mine = state.arming; // the guard's own, made while arming: no need to ask the stack
-      apply(weakAdd, !mine && guard().untrusted(workspaceCaller(state.rec)) ? untrusted : trusted, [matcher]);
+      const mine = state.arming; // the guard's own, made while arming
+      const ok = mine || state.trustedCall(made.created, factoryNames(state), ownFrame);
+      apply(weakAdd, ok ? trusted : untrusted, [matcher]);
       if (typeof matcher.sample === 'function' && customHasInstance(runtime, matcher.sample)) {
         tamper('an asymmetric matcher was given a class whose instanceof answer is rewritten (Symbol.hasInstance)');
       }
@@ -160,6 +183,7 @@ function hooks(runtime, workspaceCaller) {
     passed() { state.counter.passed += 1; },
     suppressed() { state.counter.suppressedFailures += 1; },
   });
+  return made;
 }
 
 function globalThis0(runtime) { return runtime._environment.global; }
@@ -268,11 +292,13 @@ function arm(runtime, environment, config, globals, snapshotState) {
   runtime._etai.snapshotState = snapshotState;
   lockProps(jestExpect.getState(), ['snapshotState']);
   // Calls that only tests and setup files make; from workspace code they are tampering.
+  // Allowed only as a call that a test file, a setup file or a read-only dependency wrote
+  // (guard.js `trustedCall`): never from a promise job, a timer, a getter or a trap.
   const onlyTests = (name, what, after) => {
     const real = jestExpect[name];
     if (typeof real !== 'function') return;
-    jestExpect[name] = function (...args) {
-      if (guard().calledFromWorkspaceCode(rec)) {
+    const wrapper = function (...args) {
+      if (!runtime._etai.trustedCall(wrapper, [name])) {
         guard().tamperIn(rec, `expect.${name}() ${what}`);
         throw new Error(`etai: expect.${name} may only be called from test files in a graded run`);
       }
@@ -280,12 +306,13 @@ function arm(runtime, environment, config, globals, snapshotState) {
       if (after) after(...args);
       return out;
     };
+    jestExpect[name] = wrapper;
   };
-  onlyTests('extend', 'from workspace code');
-  onlyTests('addEqualityTesters', 'from workspace code', (list) => {
+  onlyTests('extend', 'not called by a test file');
+  onlyTests('addEqualityTesters', 'not called by a test file', (list) => {
     for (const t of list) push(runtime._etai.testers, t);
   });
-  onlyTests('addSnapshotSerializer', 'from workspace code');
+  onlyTests('addSnapshotSerializer', 'not called by a test file');
   // expect.setState and extractExpectedAssertionsErrors stay open: what they change (expect's own
   // counts, deferred failures) is not what the verdict reads (the guard's counts, locked
   // snapshotState), and the framework calls them several times a test.
@@ -381,24 +408,38 @@ function fileEnd(runtime, results) {
   const a = canarySeed++;
   const RealDate = runtime._etai.Date;
   const m = table.matchers;
-  // A test's own equality testers may be sloppy about types they do not handle; the canary asks
-  // about plain values, so it runs without them (they were checked at every matcher call).
   runtime._etai.arming = true;
   const ctx = expect.anything().getMatcherContext();
   runtime._etai.arming = false;
-  ctx.customTesters = [];
-  const verdict = (name, ...args) => {
+  const verdict = (testers, name, ...args) => {
+    ctx.customTesters = testers;
     try {
       return apply(m[name], ctx, args).pass;
     } catch (e) {
       return 'threw';
     }
   };
-  const wrong = [verdict('toBe', a, a + 1), verdict('toEqual', { v: [a], d: new RealDate(a) }, { v: [a], d: new RealDate(a + 1) })];
-  const right = [verdict('toEqual', { v: [a], d: new RealDate(a) }, { v: [a], d: new RealDate(a) })];
+  // First without the file's equality testers (a test's own may be sloppy about types it does not
+  // handle, so "equal" is asked only of values that are): the matchers themselves.
+  const pairs = [[{ v: [a], d: new RealDate(a) }, { v: [a], d: new RealDate(a + 1) }], [a, a + 1], [`s${a}`, `s${a + 1}`],
+    [[a, 'x'], [a, 'y']], [{ k: a }, { k: a, extra: 1 }]];
+  const wrong = [verdict([], 'toBe', a, a + 1), verdict([], 'toEqual', pairs[0][0], pairs[0][1])];
+  const right = [verdict([], 'toEqual', { v: [a], d: new RealDate(a) }, { v: [a], d: new RealDate(a) })];
   // From here on, indexed loops and Map.prototype.forEach only (see guard.js `pinned`).
   if (wrong[0] !== false || wrong[1] !== false || right[0] !== true) {
     guard().tamperIn(rec, "the test file's matchers no longer tell true from false (checked at its end)");
+  }
+  // Then with the testers the file's assertions ran with: none may call unequal values equal.
+  const testers = runtime._etai.testers;
+  if (testers.length) {
+    for (let i = 0; i < pairs.length; i++) {
+      const copy = [];
+      for (let j = 0; j < testers.length; j++) push(copy, testers[j]);
+      if (verdict(copy, 'toEqual', pairs[i][0], pairs[i][1]) !== false) {
+        guard().tamperIn(rec, 'a custom equality tester calls values equal that are not (checked at the file\'s end)');
+        break;
+      }
+    }
   }
   const records = [];
   runtime._etai.byTest.forEach((r) => push(records, r));

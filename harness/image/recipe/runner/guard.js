@@ -85,10 +85,23 @@ function isProtected(p) {
 // (installed from the suite's lockfile, #16): nobody in the sandbox can change them, like Jest's own.
 const DEPS = process.env.ETAI_DEPS_READONLY === '1' ? path.join(WS, 'node_modules') + path.sep : null;
 
-// Code the agent can write: workspace files that are not protected. Everything else (Jest, its
-// dependencies, the image, read-only project dependencies) is trusted.
+// What the image installed: this runner's folder, Jest and its dependencies inside it (real paths:
+// module file names are real paths). Nothing in the sandbox can write there (read-only root).
+const INSTALL = [require('fs').realpathSync(__dirname) + path.sep];
+
+function installed(file) {
+  for (let i = 0; i < INSTALL.length; i++) if (file.startsWith(INSTALL[i])) return true;
+  return false;
+}
+
+// Code the agent can write or put somewhere: workspace files that are not protected, and every file
+// outside the workspace that the image did not install (TMPDIR, the scratch space: a source module
+// can write a file there and require it). Trusted: protected workspace files, read-only project
+// dependencies, the image's install. A caller with no file name (eval, new Function) is untrusted.
 function untrusted(file) {
-  return inWorkspace(file) && !isProtected(file) && !(DEPS && file.startsWith(DEPS));
+  if (typeof file !== 'string' || file === '') return true;
+  if (inWorkspace(file)) return !isProtected(file) && !(DEPS && file.startsWith(DEPS));
+  return !installed(file);
 }
 
 function addProtected(files) {
@@ -161,39 +174,68 @@ function takeRun() {
 }
 
 // ------------------------------------------------------------------ who is calling
-// The first workspace file on the stack, read from V8's structured call sites through this realm's
-// Error, with prepareStackTrace and stackTraceLimit set by us for the duration (workspace code may
-// have replaced either; an accessor planted there is itself reported).
+// A framework capability (expect.extend, addEqualityTesters, an asymmetric matcher counted as the
+// framework's) is granted by the call that asks for it, not by which files are somewhere on the
+// stack: a promise job, a timer, a bound function, a getter or a Proxy trap run by the engine, or a
+// frame compiled from a string shows no workspace file and yet runs workspace code's choice. So the
+// frame right below the capability (below `callee`, past frames of `skip` files) must be a trusted
+// file (a test file, a setup file, a read-only dependency: see `untrusted`) AND the source text it
+// runs at that position must be a call of one of `names` (`.extend(`, `.any(`): a getter or a trap
+// runs at a property read, a coercion at an operator, a promise job or a timer has no such frame.
 let callSiteFile = null;
+let callSiteProto = null;
 
-function workspaceCaller(rec) {
+function callSites(rec, callee) {
   const limitD = getOwnPropertyDescriptor(OuterError, 'stackTraceLimit');
   const prepD = getOwnPropertyDescriptor(OuterError, 'prepareStackTrace');
   if ((limitD && !('value' in limitD)) || (prepD && !('value' in prepD))) {
     tamperIn(rec, 'an accessor was planted on the host realm\'s Error');
-    return WS; // treated as untrusted
+    return null;
   }
   const holder = {};
-  defineProperty(OuterError, 'stackTraceLimit', { value: 64, writable: true, configurable: true, enumerable: true });
+  defineProperty(OuterError, 'stackTraceLimit', { value: 16, writable: true, configurable: true, enumerable: true });
   defineProperty(OuterError, 'prepareStackTrace', { value: (_, sites) => sites, writable: true, configurable: true });
   let sites;
   try {
-    apply(captureStackTrace, OuterError, [holder, workspaceCaller]);
+    apply(captureStackTrace, OuterError, [holder, callee]);
     sites = holder.stack;
   } finally {
     if (limitD) defineProperty(OuterError, 'stackTraceLimit', limitD); else delete OuterError.stackTraceLimit;
     if (prepD) defineProperty(OuterError, 'prepareStackTrace', prepD); else delete OuterError.prepareStackTrace;
   }
-  if (!Array.isArray(sites)) return null;
-  for (let i = 0; i < sites.length; i++) {
-    const f = apply(callSiteFile, sites[i], []);
-    if (inWorkspace(f)) return f;
-  }
-  return null;
+  return Array.isArray(sites) ? sites : null;
 }
 
-function calledFromWorkspaceCode(rec) {
-  return untrusted(workspaceCaller(rec));
+const site = (s, name) => apply(callSiteProto[name], s, []);
+const IDENT = /[\w$]/;
+pinned(IDENT);
+
+// `sources(file)` gives the text V8 ran for a file (the module wrapper included), or null.
+function trustedCall(rec, callee, names, sources, skip) {
+  const sites = callSites(rec, callee);
+  if (!sites) return false;
+  let i = 0;
+  while (i < sites.length && skip && skip(apply(callSiteFile, sites[i], []))) i++;
+  if (i >= sites.length) return false; // a promise job, or a callback of nothing but the framework
+  const s0 = sites[i];
+  const file = apply(callSiteFile, s0, []);
+  if (untrusted(file) || site(s0, 'isEval')) return false;
+  const text = sources(file);
+  const line = site(s0, 'getLineNumber');
+  const col = site(s0, 'getColumnNumber');
+  if (typeof text !== 'string' || !line || !col) return false;
+  let at = 0;
+  for (let n = 1; n < line; n++) {
+    at = apply(String.prototype.indexOf, text, ['\n', at]) + 1;
+    if (at === 0) return false;
+  }
+  at += col - 1;
+  let end = at;
+  while (end < text.length && matches(IDENT, text[end])) end++;
+  const word = apply(String.prototype.slice, text, [at, end]);
+  let before = at - 1;
+  while (before >= 0 && (text[before] === ' ' || text[before] === '\n' || text[before] === '\t')) before--;
+  return before >= 0 && text[before] === '.' && has(names, word);
 }
 
 // ------------------------------------------------------------------ the host realm
@@ -209,10 +251,11 @@ function lockHost() {
   OuterError.prepareStackTrace = (_, sites) => sites;
   const holder = {};
   captureStackTrace(holder);
-  const site = holder.stack[0];
+  const first = holder.stack[0];
   OuterError.prepareStackTrace = save;
-  const siteProto = getPrototypeOf(site);
+  const siteProto = getPrototypeOf(first);
   callSiteFile = siteProto.getFileName;
+  callSiteProto = { isEval: siteProto.isEval, getLineNumber: siteProto.getLineNumber, getColumnNumber: siteProto.getColumnNumber };
   const noCodegen = (name) => {
     const f = function () {
       hostTamper(`code generation in the host realm (${name} constructor)`);
@@ -252,24 +295,59 @@ function setPristine(sigs) {
   if (!pristine && sigs && typeof sigs === 'object') pristine = new Map(Object.entries(sigs));
 }
 
+// Every file compiled or read as a module in this realm, for tests/harness/test_tamper.py's check that
+// none lies where the sandbox user can write (a Set: a file loads once).
+const hostLoaded = new Set();
+
+// A load into this realm from outside the workspace must come from the image's install or the
+// read-only dependencies: anything else (HOME, TMPDIR, the scratch space, a module folder Node or Jest
+// falls back to) is a file the sandbox user may have put there, and would run next to this module.
+function hostLoadAllowed(filename) {
+  if (hostLoaded.size < 5000) apply(setAdd, hostLoaded, [filename]);
+  if (inWorkspace(filename)) {
+    const rel = untrusted(filename) ? path.relative(WS, filename) : null;
+    if (rel === null || has(rel.split(path.sep), 'node_modules')) return;
+    let sig = null;
+    try { sig = fileSig(filename); } catch (e) { /* gone: not the pristine file */ }
+    if (!pristine || pristine.get(rel) !== sig) {
+      hostTamper(`${rel}, changed since the workspace was set up, was loaded into the Jest host's own realm`);
+      throw new OuterError(`etai: ${rel} was changed, and Jest loads it outside the tests (the config or what it requires)`);
+    }
+    return;
+  }
+  if (!installed(filename) && !(DEPS && filename.startsWith(DEPS))) {
+    hostTamper(`${filename}, which the image did not install, was loaded into the Jest host's own realm`);
+    throw new OuterError(`etai: ${filename} is not part of the image; the Jest host loads no code from there`);
+  }
+}
+
 function hostLoads() {
   const Module = require('module');
   const compile = Module.prototype._compile;
   function _compile(content, filename) {
-    const rel = untrusted(filename) ? path.relative(WS, filename) : null;
-    if (rel !== null && !has(rel.split(path.sep), 'node_modules')) {
-      let sig = null;
-      try { sig = fileSig(filename); } catch (e) { /* gone: not the pristine file */ }
-      if (!pristine || pristine.get(rel) !== sig) {
-        hostTamper(`${rel}, changed since the workspace was set up, was loaded into the Jest host's own realm`);
-        throw new OuterError(`etai: ${rel} was changed, and Jest loads it outside the tests (the config or what it requires)`);
-      }
-    }
+    hostLoadAllowed(filename);
     return apply(compile, this, [content, filename]);
   }
   // Writable: pirates (Jest's transform of globalSetup and the like) sets its own `_compile` on the
   // module, which ends in this one. Only trusted code runs in this realm to replace it.
   defineProperty(Module.prototype, '_compile', { value: _compile, writable: true, configurable: false });
+  // JSON and native addons load without _compile.
+  for (const ext of ['.json', '.node']) {
+    const load = Module._extensions[ext];
+    Module._extensions[ext] = function (module, filename) {
+      hostLoadAllowed(filename);
+      return apply(load, this, [module, filename]);
+    };
+  }
+}
+
+// What the host realm loaded and where it looks for modules (tests/harness/test_tamper.py).
+function hostPaths() {
+  const Module = require('module');
+  const loaded = [];
+  hostLoaded.forEach((f) => push(loaded, f));
+  return { loaded, global_paths: Module.globalPaths.slice(), home: process.env.HOME || null,
+    tmpdir: process.env.TMPDIR || null };
 }
 
 // ------------------------------------------------------------------ core modules for a test context
@@ -309,12 +387,73 @@ function copyModule(real, frozen, seen = new Map()) {
 // Members of a test context's `process` (Jest's copy of the real one) that reach native bindings,
 // the IPC channel or other modules without going through the module system.
 const PROCESS_CUT = ['binding', '_linkedBinding', 'dlopen', '_getActiveHandles', '_getActiveRequests', 'channel',
-  '_channel', 'setUncaughtExceptionCaptureCallback', 'hasUncaughtExceptionCaptureCallback'];
+  '_channel', 'send', 'disconnect', 'setUncaughtExceptionCaptureCallback', 'hasUncaughtExceptionCaptureCallback'];
 // Of these, the two that libraries probe for features answer as a Node without the binding would,
 // and are not a refusal: chai 4 (through loupe) runs `try { process.binding('util') } catch {}` when
 // it loads, which made every test file that requires chai `tampered` (radash, #16). The call
 // reaches nothing either way.
 const PROCESS_ABSENT = new Set(['binding', '_linkedBinding']);
+
+// The runner's channel to this host is a descriptor of this process, and a test context's copies of
+// fs, net, tty and child_process would read or write any descriptor by number: each of their
+// functions refuses that one (as a first argument, an `fd` option, or a child's stdio entry).
+let channelFd = -1;
+
+// Read without running anything the caller planted: a Proxy or an accessor on the way to `fd` or
+// `stdio` could answer one thing here and another to the real function, so either counts as naming it.
+function optionNames(obj, key, test) {
+  for (let o = obj, depth = 0; o && depth < 32; o = getPrototypeOf(o), depth++) {
+    if (isProxy(o)) return true;
+    const d = getOwnPropertyDescriptor(o, key);
+    if (d) return !('value' in d) || test(d.value);
+  }
+  return false;
+}
+
+function listNames(list) {
+  if (isProxy(list)) return true;
+  const n = getOwnPropertyDescriptor(list, 'length').value;
+  for (let i = 0; i < n; i++) {
+    const d = getOwnPropertyDescriptor(list, i);
+    if (d && (!('value' in d) || d.value === channelFd)) return true;
+  }
+  return false;
+}
+
+function namesChannel(args) {
+  if (channelFd < 0) return false;
+  if (args[0] === channelFd) return true;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (!a || typeof a !== 'object') continue;
+    if (optionNames(a, 'fd', (v) => v === channelFd)) return true;
+    if (optionNames(a, 'stdio', (v) => Array.isArray(v) && listNames(v))) return true;
+  }
+  return false;
+}
+
+const CHANNEL_MODULES = new Set(['fs', 'net', 'tty', 'child_process']);
+
+function sealChannel(copy, rec) {
+  for (const key of ownKeys(copy)) {
+    const d = getOwnPropertyDescriptor(copy, key);
+    const real = d && d.value;
+    if (typeof real !== 'function' || !d.writable) continue;
+    const wrapper = function (...args) {
+      if (namesChannel(args)) {
+        tamperIn(rec, `the Jest host's channel to the runner was reached (${String(key)})`);
+        const e = new Error(`EBADF: bad file descriptor, ${String(key)}`);
+        e.code = 'EBADF';
+        throw e;
+      }
+      return new.target ? Reflect.construct(real, args, new.target === wrapper ? real : new.target) : apply(real, this, args);
+    };
+    defineProperty(wrapper, 'name', { value: real.name });
+    if (real.prototype) wrapper.prototype = real.prototype;
+    defineProperty(copy, key, { value: wrapper, writable: true, enumerable: d.enumerable, configurable: true });
+  }
+  return copy;
+}
 
 // ------------------------------------------------------------------ the runtime
 // Jest's Runtime with the rules above. jest-runner builds one per test file: the constructor runs
@@ -335,8 +474,10 @@ function guardedRuntime(Base, jestDir) {
     constructor(...args) {
       super(...args);
       const rec = fileRecord(this._testPath);
-      this._etai = { rec, jestDir, copies: new Map() };
-      this._etai.hooks = framework.hooks(this, workspaceCaller);
+      this._etai = { rec, jestDir, copies: new Map(), sources: new Map() };
+      this._etai.trustedCall = (callee, names, skip) => trustedCall(rec, callee, names,
+        (file) => this._etai.sources.get(file) || null, skip);
+      this._etai.hooks = framework.hooks(this);
       const g = this._environment.global;
       this._etai.check = lockRealm(g, { context: this._environment.getVmContext() });
       checkHost();
@@ -374,6 +515,7 @@ function guardedRuntime(Base, jestDir) {
         const real = require(bare);
         copy = (real && typeof real === 'object') || bare === 'assert' || bare === 'assert/strict'
           ? copyModule(real, bare === 'assert' || bare === 'assert/strict') : real;
+        if (CHANNEL_MODULES.has(bare)) copy = sealChannel(copy, this._etai.rec);
         this._etai.copies.set(bare, copy);
       }
       return copy;
@@ -480,7 +622,11 @@ function guardedRuntime(Base, jestDir) {
       } catch (e) {
         throw ours(e);
       }
-      if (!untrusted(filename)) return script;
+      if (!untrusted(filename)) {
+        // The text V8 runs, kept for `trustedCall` (the same string Jest holds; the wrapper shifts line 1).
+        this._etai.sources.set(filename, this.constructModuleWrapperStart() + scriptSource);
+        return script;
+      }
       const rec = this._etai.rec;
       return {
         runInContext(context, opts) {
@@ -569,7 +715,9 @@ function amendAdapter(jestDir) {
 }
 
 // Make every test file in this process run under the rules above; call once, after Jest is loaded.
-function install(jestDir) {
+function install(jestDir, { channelFd: fd = -1 } = {}) {
+  channelFd = typeof fd === 'number' ? fd : -1;
+  INSTALL.push(require('fs').realpathSync(path.resolve(jestDir, '..')) + path.sep);
   const runtimeModule = require(require.resolve('jest-runtime', { paths: [jestDir] }));
   if (typeof runtimeModule.default !== 'function') throw new Error('etai guard: jest-runtime has no default export');
   runtimeModule.default = guardedRuntime(runtimeModule.default, jestDir);
@@ -580,6 +728,6 @@ function install(jestDir) {
 
 module.exports = {
   WS, install, beginRun, takeRun, fileRecord, tamperIn, hostTamper, checkHost, addProtected, setPristine, configFiles,
-  isProtected,
-  untrusted, calledFromWorkspaceCode, isProxy,
+  isProtected, hostPaths,
+  untrusted, isProxy,
 };

@@ -20,6 +20,14 @@ if (process.getuid && process.getuid() === 0 && process.env.ETAI_SANDBOX_UID) {
   process.setuid(id);
 }
 
+// Node's global module folders ($HOME/.node_modules, $HOME/.node_libraries, NODE_PATH) were read
+// from the environment at start-up: made again from the runner's HOME (a folder the sandbox user
+// cannot write), with NODE_PATH gone, before anything is resolved.
+delete process.env.NODE_PATH;
+require('module')._initPaths();
+// The descriptor of the channel to the runner: no test context may read or write it (guard.js).
+const CHANNEL_FD = process.channel && typeof process.channel.fd === 'number' ? process.channel.fd : -1;
+
 const WS = path.resolve(process.env.ETAI_WORKSPACE || '/scratch/ws');
 const JEST = process.env.ETAI_JEST || path.join(__dirname, 'node_modules', 'jest');
 // Keep what never changes between runs (the Jest install itself): about half of a run.
@@ -28,7 +36,7 @@ require('./jest-warm')(JEST);
 const { runCLI } = require(JEST);
 // Grading integrity (guard.js). Off only where the harness asks for it by name (benchmarks).
 const guard = process.env.ETAI_JEST_GUARD === 'off' ? null : require('./guard');
-if (guard) guard.install(JEST);
+if (guard) guard.install(JEST, { channelFd: CHANNEL_FD });
 
 // Every answer is written out here, as JSON text, and travels as a string: `process.send` would
 // JSON.stringify the objects themselves, which asks every array for a `toJSON` through this realm's
@@ -168,40 +176,14 @@ async function listTests(nonce) {
   send({ nonce, files, config_files: named });
 }
 
-// A host's first run costs several times a later one: V8 compiles Jest, babel-jest, the framework
-// and the guard for the first test file (a cold run 1.4 s against 0.15 s warm, bench/suite_throughput.py).
-// The runner asks for one run of this template while the sandbox waits in its pool, before any
-// workspace exists: trusted code only, outside the workspace, removed after; what stays is V8's
-// compiled code. The template touches what most test files do: require, describe, sync and async
-// tests, the common matchers, a mock, a thrown error.
-const WARM = {
-  'package.json': JSON.stringify({ name: 'etai-warm', private: true, jest: { testEnvironment: 'node' } }),
-  'src/calc.js': "'use strict';\nexports.add = (a, b) => a + b;\nexports.later = (v) => Promise.resolve(v);\n"
-    + "exports.check = (x) => { if (x < 0) throw new RangeError('negative'); return [x, { x }]; };\n",
-  'tests/calc.test.js': "const c = require('../src/calc');\ndescribe('calc', () => {\n"
-    + "  test('add', () => { expect(c.add(1, 2)).toBe(3); expect(c.add(0.1, 0.2)).toBeCloseTo(0.3); });\n"
-    + "  test('later', async () => { await expect(c.later(2)).resolves.toBe(2); });\n"
-    + "  test('check', () => { expect(c.check(1)).toEqual([1, { x: 1 }]); expect(() => c.check(-1)).toThrow(RangeError); });\n"
-    + "  test('mock', () => { const f = jest.fn(); f(1); expect(f).toHaveBeenCalledWith(1); expect({ a: 1, b: 2 }).toMatchObject({ a: 1 }); });\n"
-    + "});\n",
-};
-
-async function warm(nonce) {
-  const dir = fs.mkdtempSync(path.join(process.env.TMPDIR || '/tmp', 'etai-warm-'));
-  try {
-    for (const [name, text] of Object.entries(WARM)) {
-      fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
-      fs.writeFileSync(path.join(dir, name), text);
-    }
-    const argv = { _: [], $0: 'jest', ci: true, watchman: false, silent: true, runInBand: true, color: false,
-      cache: !guard, cacheDirectory: CACHE, reporters: [] };
-    if (guard) guard.beginRun();
-    const { results } = await runCLI(argv, [dir]);
-    if (guard) guard.takeRun(); // its record is the template's: dropped
-    send({ nonce, warmed: results.numPassedTests });
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+// One run of the template the runner wrote (warm-template.js), in a folder no test can write.
+async function warm(nonce, dir) {
+  const argv = { _: [], $0: 'jest', ci: true, watchman: false, silent: true, runInBand: true, color: false,
+    cache: !guard, cacheDirectory: CACHE, reporters: [] };
+  if (guard) guard.beginRun();
+  const { results } = await runCLI(argv, [dir]);
+  if (guard) guard.takeRun(); // its record is the template's: dropped
+  send({ nonce, warmed: results.numPassedTests });
 }
 
 // An exception nothing catches ends a Jest process, as in stock Jest, while a request is being
@@ -230,7 +212,7 @@ process.on('uncaughtException', onUncaught);
 process.on('message', (m) => {
   const nonce = m.nonce;
   if (m.op === 'warm') {
-    served(warm(nonce)).catch((e) => send({ nonce, warmed: 0, error: String((e && e.stack) || e).slice(0, 4000) }));
+    served(warm(nonce, m.dir)).catch((e) => send({ nonce, warmed: 0, error: String((e && e.stack) || e).slice(0, 4000) }));
     return;
   }
   // Test files and config-named files of the pristine workspace, as the runner listed them at init.

@@ -25,6 +25,15 @@ const HOST = path.join(__dirname, 'jest-host.js');
 const SANDBOX_ID = Number(process.env.ETAI_SANDBOX_UID || 0);
 const AS_ROOT = SANDBOX_ID > 0 && process.getuid && process.getuid() === 0;
 const TMP = process.env.TMPDIR || '/tmp';
+const SCRATCH = path.dirname(WS);
+// Jest hosts' HOME: a folder this runner makes and the sandbox user cannot write. Node builds its
+// global module folders from HOME at start-up ($HOME/.node_modules, $HOME/.node_libraries), and Jest's
+// own code falls through to them for a module found nowhere else: they must hold nothing a test or
+// command could have put there (README "What grading resists", the host realm's loads).
+const HOST_HOME = AS_ROOT ? path.join(SCRATCH, 'home') : process.env.HOME;
+// The template project a new host warms on (warm-template.js), written by this runner where the
+// sandbox user cannot write it: a host warms while workspace code may run in another process.
+const WARM_DIR = AS_ROOT ? path.join(SCRATCH, 'warm') : path.join(TMP, `etai-warm-${process.pid}`);
 const MAX_READ = 1 << 20; // file_read answers at most 1 MiB; the rest is reported as truncated
 const protocolOut = process.stdout; // only this process writes protocol lines here
 
@@ -108,8 +117,18 @@ function runCommand(argv, { timeoutMs = 10000, outputCap = 1 << 20, cwd = WS, in
 // ---------------------------------------------------------------- Jest host (warm child)
 // Warm Jest hosts. With two (and two CPUs), a run of several test files is split between them
 // with Jest's own --shard, so the files run in parallel while both hosts stay loaded.
+//
+// Two sets. The agent's own runs (the `jest_run` tool, the listing at init, the suite builder's
+// mutant runs) go to `hosts`, kept warm from one run to the next. A graded run (`fresh`: every
+// verification) goes to `fresh` hosts, each of which has run nothing but the template when it takes
+// the request, serves that one run and is then ended: workspace code that outlives a run (a timer,
+// a socket, a promise job) dies with its host and is never in a process that answers a graded
+// request. Each fresh host also gets a TMPDIR of its own, made for it, so nothing an earlier run
+// of the episode left in the shared one is in its way. A replacement warms while the agent works.
 const N_HOSTS = Math.max(1, Number(process.env.ETAI_JEST_HOSTS || 1));
-const hosts = new Array(N_HOSTS).fill(null); // each { proc, pending, tail, outN, cap, reason }
+const hosts = new Array(N_HOSTS).fill(null); // each { proc, slot, set, clean, pending, tail, outN, cap, reason }
+const fresh = new Array(N_HOSTS).fill(null);
+let freshSerial = 0;
 
 function oomKills() {
   // cgroup v2 then v1: the kernel's count of OOM kills in this container.
@@ -122,18 +141,26 @@ function oomKills() {
   return 0;
 }
 
-function startHost(slot) {
+function startHost(set, slot) {
   const heapMb = Number(process.env.ETAI_JEST_HEAP_MB || 0);
   const execArgv = heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
+  const env = Object.assign({}, process.env, { ETAI_WORKSPACE: WS, ETAI_WARM_DIR: WARM_DIR },
+    AS_ROOT ? { HOME: HOST_HOME } : {});
+  // Node adds these to its module search path at start-up: a host looks only where the image put code.
+  delete env.NODE_PATH;
+  delete env.NODE_OPTIONS;
+  if (set === fresh) {
+    env.TMPDIR = path.join(SCRATCH, `tmp-fresh-${++freshSerial}`);
+    fs.mkdirSync(env.TMPDIR, { mode: 0o1777 });
+    if (AS_ROOT) fs.chmodSync(env.TMPDIR, 0o1777); // the sandbox user's scratch space, this host's alone
+  }
   // A host starts as this process's user and, if that is root, becomes the sandbox user itself
   // before loading anything (jest-host.js): that change of credentials is what makes it
   // non-dumpable, which a uid given to fork() would not.
   const proc = cp.fork(HOST, [], {
-    cwd: WS, detached: true, execArgv, stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    env: Object.assign({}, process.env, { ETAI_WORKSPACE: WS },
-      AS_ROOT ? { HOME: TMP } : {}),
+    cwd: WS, detached: true, execArgv, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env,
   });
-  const h = { proc, slot, pending: null, tail: [], outN: 0, cap: 1 << 20, reason: null };
+  const h = { proc, slot, set, tmp: set === fresh ? env.TMPDIR : null, clean: true, ready: Promise.resolve(), pending: null, tail: [], outN: 0, cap: 1 << 20, reason: null };
   const onOut = (chunk) => {
     h.outN += chunk.length;
     h.tail.push(chunk); if (h.tail.length > 8) h.tail.shift();
@@ -152,7 +179,7 @@ function startHost(slot) {
     if (m && m.nonce === p.nonce) { h.pending = null; clearTimeout(p.timer); p.resolve({ ok: true, result: m }); }
   });
   proc.on('exit', (code, signal) => {
-    if (hosts[slot] === h) hosts[slot] = null;
+    if (set[slot] === h) set[slot] = null;
     const p = h.pending;
     if (p) {
       h.pending = null; clearTimeout(p.timer);
@@ -180,10 +207,19 @@ function strays(pgid) {
 
 function killHost(h) { try { process.kill(-h.proc.pid, 'SIGKILL'); } catch (e) { /* gone */ } }
 
+function hostIn(set, slot) {
+  if (!set[slot]) set[slot] = startHost(set, slot);
+  return set[slot];
+}
+
 // Send one message to a warm Jest host and wait for the answer carrying its nonce.
-function hostCall(slot, msg, timeoutMs, outputCap) {
-  if (!hosts[slot]) hosts[slot] = startHost(slot);
-  const h = hosts[slot];
+async function hostCall(set, slot, msg, timeoutMs, outputCap) {
+  let h = hostIn(set, slot);
+  if (msg.op !== 'warm') {
+    await h.ready; // its template run, if one is under way (a host serves one request at a time)
+    h = hostIn(set, slot); // the warm-up may have ended it
+    h.clean = false;
+  }
   const nonce = crypto.randomBytes(16).toString('hex');
   const oomBefore = oomKills();
   const t0 = Date.now();
@@ -199,7 +235,11 @@ function hostCall(slot, msg, timeoutMs, outputCap) {
   }).then((r) => {
     const duration_ms = Date.now() - t0;
     // Nothing a test started outlives the run: if it left processes behind, recycle the host.
-    if (hosts[slot] === h && strays(h.proc.pid) > 0) { killHost(h); hosts[slot] = null; }
+    // A fresh host serves one graded run and no other request.
+    if (set[slot] === h && (set === fresh ? msg.op !== 'warm' : strays(h.proc.pid) > 0)) {
+      killHost(h);
+      set[slot] = null;
+    }
     if (r.ok) return { ok: true, answer: r.result, duration_ms, output_bytes: h.outN };
     let reason = r.reason;
     if (!reason && oomKills() > oomBefore) reason = 'memory_limit';
@@ -209,17 +249,19 @@ function hostCall(slot, msg, timeoutMs, outputCap) {
   });
 }
 
-// One run of a template project in a new host (jest-host.js `warm`), ahead of any request: the
-// workspace's first run is then a warm one. A failed warm-up costs nothing but the warmth.
-const warming = [];
-// No workspace code runs while any host is on its template run: the template lies in TMPDIR, which
-// the sandbox user can write, and what the guard finds during that run is dropped. Every request
-// that runs workspace code (a listing, a Jest run, a command) and the reset wait for this first.
-function settled() { return Promise.all(warming.filter(Boolean)); }
-function warmHost(i) {
-  if (!hosts[i]) hosts[i] = startHost(i);
-  warming[i] = hostCall(i, { op: 'warm' }, 60000).catch(() => {});
-  return warming[i];
+// One run of the template project (warm-template.js) in a new host, ahead of any request: the
+// workspace's first run is then a warm one. A failed warm-up costs nothing but the warmth. The
+// template lies where only this runner writes, so workspace code may run meanwhile in other
+// processes; what the guard finds during the template run is dropped.
+const warming = new Set();
+function settled() { return Promise.all([...warming]); }
+function warmHost(set, i) {
+  const h = hostIn(set, i);
+  const p = hostCall(set, i, { op: 'warm', dir: WARM_DIR }, 60000).catch(() => {})
+    .finally(() => warming.delete(p));
+  warming.add(p);
+  h.ready = p;
+  return p;
 }
 
 let testFiles = null; // the test files of the pristine workspace, listed at init
@@ -260,8 +302,11 @@ async function jestRun(req) {
   const files = !related && req.test_files && req.test_files.length ? req.test_files : null;
   const n = Math.min(N_HOSTS, files ? files.length : (testFiles || []).length) || 1;
   const t0 = Date.now();
-  await settled();
-  const parts = await Promise.all([...Array(n).keys()].map((i) => hostCall(i,
+  const set = req.fresh ? fresh : hosts;
+  // A graded run: no process that workspace code started is left to act on it (a stray of a test
+  // or a command that left its process group); the hosts it runs in are fresh (see `fresh`).
+  if (req.fresh && AS_ROOT) endProcesses(hosts.concat(fresh).filter(Boolean).map((h) => h.proc.pid), SANDBOX_ID);
+  const parts = await Promise.all([...Array(n).keys()].map((i) => hostCall(set, i,
     { test_files: files, name_pattern: req.name_pattern || null, shard: n > 1 ? `${i + 1}/${n}` : null,
       protected: protectedFiles, related },
     req.timeout_ms, req.output_cap)));
@@ -278,6 +323,13 @@ async function jestRun(req) {
     guard: mergeGuards(parts.map((r) => r.answer.guard)),
     error: broken ? broken.answer.error || 'no report' : null,
     jest_ms: Math.max(...parts.map((r) => r.answer.jest_ms || 0)) };
+}
+
+// After a graded run its fresh hosts are gone: new ones warm while the agent works. A workspace of
+// one test file needs one.
+function refillFresh() {
+  const want = Math.min(N_HOSTS, Math.max(1, (testFiles || []).length));
+  for (let i = 0; i < want; i++) if (!fresh[i]) warmHost(fresh, i);
 }
 
 // ---------------------------------------------------------------- file tools
@@ -368,9 +420,8 @@ const handlers = {
     pristine = fileSigs();
     let listed = req.listed; // what an earlier init of these very files listed (harness/sandbox/_docker.py)
     if (!listed) {
-      await settled();
       untrusted = true; // the listing loads the workspace's Jest config into the host
-      const r = await hostCall(0, { op: 'list' }, 60000);
+      const r = await hostCall(hosts, 0, { op: 'list' }, 60000);
       listed = r.ok ? { test_files: r.answer.files, config_files: r.answer.config_files || [] } : {};
     }
     testFiles = listed.test_files || [];
@@ -378,11 +429,15 @@ const handlers = {
     protectedFiles = testFiles.concat(configFiles);
     // The other hosts are needed only by runs of several test files: started now, while the agent
     // thinks, and not for a workspace of one (each costs ~0.5 s of CPU to load and warm; #15).
-    if (testFiles.length > 1) for (let i = 1; i < N_HOSTS; i++) warmHost(i);
+    if (testFiles.length > 1) for (let i = 1; i < N_HOSTS; i++) warmHost(hosts, i);
+    refillFresh();
     return { files: Object.keys(req.files || {}).length, test_files: testFiles, config_files: configFiles };
   },
 
-  jest: (req) => { untrusted = true; return jestRun(req); },
+  jest: (req) => {
+    untrusted = true;
+    return jestRun(req).finally(() => { if (req.fresh) refillFresh(); });
+  },
 
   reset: async () => { await settled(); return resetContainer(); },
 
@@ -442,7 +497,6 @@ const handlers = {
   },
 
   exec: async (req) => {
-    await settled();
     untrusted = true;
     return runCommand(req.argv, { timeoutMs: req.timeout_ms, outputCap: req.output_cap,
       input: req.stdin_b64 ? Buffer.from(req.stdin_b64, 'base64') : null });
@@ -487,7 +541,9 @@ function procInfo(pid) {
   } catch (e) { return null; } // gone meanwhile
 }
 
-function endProcesses(keep) {
+// Every process but PID 1, the container's `sleep`, this runner and `keep` (of the user `uid` alone
+// when one is given).
+function endProcesses(keep, uid = null) {
   for (let round = 0; ; round++) {
     let alive = 0;
     for (const d of fs.readdirSync('/proc')) {
@@ -496,6 +552,7 @@ function endProcesses(keep) {
       const p = procInfo(pid);
       if (!p || p.state === 'Z') continue; // a zombie runs nothing; PID 1 (tini) reaps it
       if (p.uid === 0 && p.ppid === 1 && p.cmd === 'sleep\0infinity\0') continue; // the container's own
+      if (uid !== null && p.uid !== uid) continue;
       alive++;
       try { process.kill(pid, 'SIGKILL'); } catch (e) { /* gone */ }
     }
@@ -525,15 +582,25 @@ function emptyScratch(scratch) {
   }
 }
 
+// A host is kept only while it has served nothing but its template run (and is not stopped): it
+// has then run no workspace code, and it reads nothing the sandbox user can write (guard.js
+// `hostLoads`, HOST_HOME). Its TMPDIR is emptied with the rest and made again.
 function resetContainer() {
   if (!AS_ROOT || path.dirname(WS) === '/') throw new Error('reset: only a root runner with a scratch folder resets');
-  const kept = untrusted ? [] : hosts.filter(Boolean);
-  if (untrusted) { hosts.forEach((h) => h && killHost(h)); hosts.fill(null); warming.length = 0; }
+  const keep = (h) => h && h.clean && !/^[tT]/.test((procInfo(h.proc.pid) || { state: 'T' }).state);
+  for (const set of [hosts, fresh]) {
+    set.forEach((h, i) => { if (h && !keep(h)) { killHost(h); set[i] = null; } });
+  }
+  const kept = hosts.concat(fresh).filter(Boolean);
   endProcesses(kept.map((h) => h.proc.pid));
   emptyScratch(path.dirname(WS));
   makeScratch();
+  for (const h of kept) {
+    if (h.tmp) { fs.mkdirSync(h.tmp, { mode: 0o1777 }); fs.chmodSync(h.tmp, 0o1777); }
+  }
   testFiles = null; protectedFiles = []; pristine = null; untrusted = false;
-  if (!hosts[0]) warmHost(0); // answered now; the next Jest run waits for the warm-up
+  if (!hosts[0]) warmHost(hosts, 0); // answered now; the next Jest run waits for the warm-up
+  if (!fresh[0]) warmHost(fresh, 0);
   return { reset: true, kept_hosts: kept.length };
 }
 
@@ -550,8 +617,14 @@ function makeScratch() {
     fs.mkdirSync(process.env.TMPDIR, { recursive: true });
     if (AS_ROOT) fs.chmodSync(process.env.TMPDIR, 0o1777); // the sandbox user's scratch space
   }
+  if (AS_ROOT) fs.mkdirSync(HOST_HOME, { recursive: true, mode: 0o755 }); // empty, and not theirs
+  fs.mkdirSync(WARM_DIR, { recursive: true, mode: 0o755 });
+  for (const [name, text] of Object.entries(require('./warm-template'))) {
+    fs.mkdirSync(path.dirname(path.join(WARM_DIR, name)), { recursive: true, mode: 0o755 });
+    fs.writeFileSync(path.join(WARM_DIR, name), text, { mode: 0o644 });
+  }
 }
 makeScratch();
-hosts[0] = startHost(0); // load Jest now, while the sandbox waits in the pool
+hosts[0] = startHost(hosts, 0); // load Jest now, while the sandbox waits in the pool
 answer(null, { ok: true, result: { ready: true, pid: process.pid } });
-queue = queue.then(() => warmHost(0));
+queue = queue.then(() => warmHost(hosts, 0)).then(() => { if (!fresh[0]) warmHost(fresh, 0); });
