@@ -215,6 +215,11 @@ process.on('message', (m) => {
     served(warm(nonce, m.dir)).catch((e) => send({ nonce, warmed: 0, error: String((e && e.stack) || e).slice(0, 4000) }));
     return;
   }
+  // Where this realm looks for modules and what it loaded (tests/harness/test_host_realm.py).
+  if (m.op === 'paths') {
+    send({ nonce, paths: guard ? guard.hostPaths() : null });
+    return;
+  }
   // Test files and config-named files of the pristine workspace, as the runner listed them at init.
   if (guard && Array.isArray(m.protected)) guard.addProtected(m.protected);
   // The workspace as the runner set it up, once per host, before this host first loads the config.

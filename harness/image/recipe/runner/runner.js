@@ -436,10 +436,23 @@ const handlers = {
 
   jest: (req) => {
     untrusted = true;
-    return jestRun(req).finally(() => { if (req.fresh) refillFresh(); });
+    return jestRun(req).finally(() => {
+      if (!req.fresh) return;
+      // Nor does anything the graded run started outlive it (a child that left its process group).
+      if (AS_ROOT) endProcesses(hosts.concat(fresh).filter(Boolean).map((h) => h.proc.pid), SANDBOX_ID);
+      refillFresh();
+    });
   },
 
   reset: async () => { await settled(); return resetContainer(); },
+
+  // What a host's own realm loaded and where it looks for modules: `set` 'fresh' asks the host that
+  // would serve the next graded run, otherwise the agent's first host.
+  host_paths: async (req) => {
+    const r = await hostCall(req.set === 'fresh' ? fresh : hosts, 0, { op: 'paths' }, 30000);
+    if (!r.ok) throw new Error(`host_paths: ${r.reason}`);
+    return r.answer.paths;
+  },
 
   read: (req) => {
     const p = resolvePath(req.path);
