@@ -299,7 +299,7 @@ function arm(runtime, environment, config, globals, snapshotState) {
     if (typeof real !== 'function') return;
     const wrapper = function (...args) {
       if (!runtime._etai.trustedCall(wrapper, [name])) {
-        guard().tamperIn(rec, `expect.${name}() ${what}`);
+        guard().tamperIn(rec, `expect.${name}() ${what} (${guard().lastRefusal()})`);
         throw new Error(`etai: expect.${name} may only be called from test files in a graded run`);
       }
       const out = apply(real, this, args);

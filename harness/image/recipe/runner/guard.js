@@ -210,33 +210,37 @@ const site = (s, name) => apply(callSiteProto[name], s, []);
 const IDENT = /[\w$]/;
 pinned(IDENT);
 
+// Why the last call was refused, for the tamper note.
+let refusal = '';
+
 // `sources(file)` gives the text V8 ran for a file (the module wrapper included), or null.
 function trustedCall(rec, callee, names, sources, skip) {
   const sites = callSites(rec, callee);
+  refusal = 'no caller frame';
   if (!sites) return false;
   let i = 0;
   while (i < sites.length && skip && skip(apply(callSiteFile, sites[i], []))) i++;
   if (i >= sites.length) return false; // a promise job, or a callback of nothing but the framework
   const s0 = sites[i];
   const file = apply(callSiteFile, s0, []);
+  const where = typeof file === 'string'
+    ? `${inWorkspace(file) ? path.relative(WS, file) : file}:${site(s0, 'getLineNumber')}` : 'code with no file';
+  refusal = `called from ${where}`;
   if (untrusted(file) || site(s0, 'isEval')) return false;
+  // The offset in the script V8 runs (its column numbers are not reliable in a Jest context).
   const text = sources(file);
-  const line = site(s0, 'getLineNumber');
-  const col = site(s0, 'getColumnNumber');
-  if (typeof text !== 'string' || !line || !col) return false;
-  let at = 0;
-  for (let n = 1; n < line; n++) {
-    at = apply(String.prototype.indexOf, text, ['\n', at]) + 1;
-    if (at === 0) return false;
-  }
-  at += col - 1;
+  const at = site(s0, 'getPosition');
+  if (typeof text !== 'string' || typeof at !== 'number' || at < 0 || at >= text.length) return false;
   let end = at;
   while (end < text.length && matches(IDENT, text[end])) end++;
   const word = apply(String.prototype.slice, text, [at, end]);
   let before = at - 1;
   while (before >= 0 && (text[before] === ' ' || text[before] === '\n' || text[before] === '\t')) before--;
+  refusal = `called from ${where}, where the code reads '${apply(String.prototype.slice, text, [at, at + 30])}'`;
   return before >= 0 && text[before] === '.' && has(names, word);
 }
+
+function lastRefusal() { return refusal; }
 
 // ------------------------------------------------------------------ the host realm
 let hostLocked = false;
@@ -255,7 +259,7 @@ function lockHost() {
   OuterError.prepareStackTrace = save;
   const siteProto = getPrototypeOf(first);
   callSiteFile = siteProto.getFileName;
-  callSiteProto = { isEval: siteProto.isEval, getLineNumber: siteProto.getLineNumber, getColumnNumber: siteProto.getColumnNumber };
+  callSiteProto = { isEval: siteProto.isEval, getLineNumber: siteProto.getLineNumber, getPosition: siteProto.getPosition };
   const noCodegen = (name) => {
     const f = function () {
       hostTamper(`code generation in the host realm (${name} constructor)`);
@@ -728,6 +732,6 @@ function install(jestDir, { channelFd: fd = -1 } = {}) {
 
 module.exports = {
   WS, install, beginRun, takeRun, fileRecord, tamperIn, hostTamper, checkHost, addProtected, setPristine, configFiles,
-  isProtected, hostPaths,
+  isProtected, hostPaths, lastRefusal,
   untrusted, isProxy,
 };
