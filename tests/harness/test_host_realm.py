@@ -79,7 +79,9 @@ def test_code_planted_outside_the_workspace_is_refused_by_the_host(image, make_p
         "module.exports = class extends Sequencer {};"
     )
     with sandbox.start("docker", root, image=image) as sb:
-        r = sb.exec(["sh", "-c", f"mkdir -p /scratch/tmp/planted && cat > {planted}"], stdin=code.encode())
+        r = sb.exec(
+            ["sh", "-c", f"mkdir -p /scratch/tmp/planted && cat > {planted}"], stdin=code.encode()
+        )
         assert r.exit_code == 0, r.stderr
         for fresh in (False, True):
             run = _run(sb, fresh)

@@ -99,9 +99,10 @@ def test_a_reused_container_shows_nothing_of_the_episode_before(tmp_path, image,
             assert (b.name, b.uses) == (name, 2)  # the same container, its second episode
             procs = json.loads(b.exec(["python3", "-c", PROCS]).stdout)
             assert host_pid not in procs and writer_pid not in procs, procs
-            # What runs now: the container's own two, one runner (B's), B's Jest host, this listing.
+            # What runs now: the container's own two, one runner (B's), B's two Jest hosts (the
+            # agent's, and the fresh one that waits for a graded run), this listing.
             kinds = sorted(_kind(pid, uid, cmd) for pid, (uid, cmd) in procs.items())
-            assert kinds == ["init", "jest host", "listing", "runner", "sleep"], procs
+            assert kinds == ["init", "jest host", "jest host", "listing", "runner", "sleep"], procs
             scratch = b.exec(["ls", "-AR", "/scratch"]).stdout  # B's Jest makes its own cache
             assert "b.test.js" in scratch, scratch
             for gone in ("left-by-a.txt", "writer-a.log", "a-pids", "from-a", "only-in-a.js"):
@@ -126,9 +127,12 @@ def test_a_reused_container_shows_nothing_of_the_episode_before(tmp_path, image,
 
 
 def test_warm_jest_hosts_are_kept_only_when_no_workspace_code_ran(tmp_path, image, make_project):
-    """The first episode of a workspace lists its tests (Jest loads its config: workspace code), so
-    its hosts go at the reset; later ones get that listing, and their hosts are kept unless the
-    episode ran Jest. Each count is the reset's after that very episode."""
+    """A host is kept only if it ran nothing but its template. The first episode of a workspace lists
+    its tests in the agent's first host (Jest loads its config: workspace code), so that one goes at
+    the reset; later ones get that listing. An episode that runs Jest on both agent hosts leaves
+    only the fresh ones (graded runs; none ran here). Each count is the reset's after that very
+    episode: two agent hosts (the second is started at init for a workspace of several test files)
+    and two fresh ones."""
     work = make_project(tmp_path / "w", {"tests/ok.test.js": GOOD, "tests/two.test.js": GOOD})
     prepared = sandbox.provider("docker").prepare(LIMITS, workers=1, image=image)
     try:
@@ -142,8 +146,7 @@ def test_warm_jest_hosts_are_kept_only_when_no_workspace_code_ran(tmp_path, imag
             sb.close()
             _wait_for_ready(prepared, name)
             kept.append(next(s for s in prepared._pool._ready if s.name == name).kept_hosts)
-        # Two hosts kept: the second is started at init for a workspace of several test files.
-        assert kept == [0, 2, 0, 2], kept
+        assert kept == [3, 4, 2, 4], kept
     finally:
         prepared.cleanup()
 

@@ -158,14 +158,14 @@ def test_techniques_are_real_attacks_without_the_guard(image, sessions, tmp_path
         rows = list(ex.map(lambda j: (j[0].name, _episode(start, tmp_path, *j, guard=False)), jobs))
     green = sorted({name for name, r in rows if r["green"]})
     assert len(green) >= 10, green
+    # The forgers of the next answer (host-function-constructor, vm-run-in-this-context) no longer
+    # pass even without the guard: a graded run goes to a fresh host, where no earlier run's code is.
     assert {
         "global-test-noop",
         "extend-overrides-builtins",
         "matcher-table-write",
         "array-push-drops-errors",
         "circus-state-noop-tests",
-        "host-function-constructor",
-        "vm-run-in-this-context",
     } <= set(green)
 
 

@@ -492,11 +492,12 @@ def test_verify_full_run_asks_for_the_sandboxs_limits_or_the_given_timeout():
     sb = FakeSandbox(CLEAN, _jest_answer(ALL_PASS), limits=limits)
     verify(sb, _base(), [W])
     [(_, payload, timeout)] = [r for r in sb.requests if r[0] == "jest"]
-    assert (payload, timeout) == ({"timeout_ms": 12500, "output_cap": 4096}, 12.5)
+    # A graded run, in fresh Jest hosts (runner.js `fresh`).
+    assert (payload, timeout) == ({"timeout_ms": 12500, "output_cap": 4096, "fresh": True}, 12.5)
     sb = FakeSandbox(CLEAN, _jest_answer(ALL_PASS), limits=limits)
     verify(sb, _base(), [W], timeout=3)
     [(_, payload, timeout)] = [r for r in sb.requests if r[0] == "jest"]
-    assert (payload, timeout) == ({"timeout_ms": 3000, "output_cap": 4096}, 3)
+    assert (payload, timeout) == ({"timeout_ms": 3000, "output_cap": 4096, "fresh": True}, 3)
 
 
 def test_verify_unguarded_sandbox_reads_the_report():
@@ -523,7 +524,7 @@ def test_take_baseline_measures_what_the_preflight_did_not():
     )
     base = take_baseline(sb, [W, OTHER])
     assert sb.ops() == ["jest", "list", "hash"]
-    assert sb.requests[0][1:] == ({"timeout_ms": 4000, "output_cap": 99}, 4)
+    assert sb.requests[0][1:] == ({"timeout_ms": 4000, "output_cap": 99, "fresh": True}, 4)
     assert base.passing == PASSING and base.test_files == (W, OTHER) and base.gold is None
     assert base.protected_listing == {"package.json", W, OTHER, "tests/data.json"}
     assert base.protected == {
@@ -536,7 +537,8 @@ def test_take_baseline_measures_what_the_preflight_did_not():
     }
     sb = FakeSandbox(files, _jest_answer(ALL_PASS), limits=Limits(timeout_s=4))
     take_baseline(sb, [W, OTHER], timeout=2.5)
-    assert sb.requests[0] == ("jest", {"timeout_ms": 2500, "output_cap": Limits().output_cap}, 2.5)
+    want = {"timeout_ms": 2500, "output_cap": Limits().output_cap, "fresh": True}
+    assert sb.requests[0] == ("jest", want, 2.5)
     base = take_baseline(FakeSandbox(files, {}), [W], passing=[f"{W}::x"], gold=Gold({}), timeout=1)
     assert (base.passing, base.test_files, base.gold) == ({f"{W}::x"}, (W,), Gold({}))
 

@@ -397,6 +397,9 @@ const PROCESS_CUT = ['binding', '_linkedBinding', 'dlopen', '_getActiveHandles',
 // it loads, which made every test file that requires chai `tampered` (radash, #16). The call
 // reaches nothing either way.
 const PROCESS_ABSENT = new Set(['binding', '_linkedBinding']);
+// And these are simply not there, as in a Node started without an IPC channel: the runner's
+// channel is the host's, not the tests' (the descriptor itself is refused by the fs copy).
+const PROCESS_GONE = new Set(['channel', '_channel', 'send', 'disconnect']);
 
 // The runner's channel to this host is a descriptor of this process, and a test context's copies of
 // fs, net, tty and child_process would read or write any descriptor by number: each of their
@@ -452,8 +455,11 @@ function sealChannel(copy, rec) {
       }
       return new.target ? Reflect.construct(real, args, new.target === wrapper ? real : new.target) : apply(real, this, args);
     };
-    defineProperty(wrapper, 'name', { value: real.name });
-    if (real.prototype) wrapper.prototype = real.prototype;
+    // What else the function carries stays (util.promisify's custom symbols on exec, exists, read).
+    for (const k of ownKeys(real)) {
+      if (k === 'length' || k === 'caller' || k === 'arguments') continue;
+      defineProperty(wrapper, k, getOwnPropertyDescriptor(real, k));
+    }
     defineProperty(copy, key, { value: wrapper, writable: true, enumerable: d.enumerable, configurable: true });
   }
   return copy;
@@ -489,7 +495,7 @@ function guardedRuntime(Base, jestDir) {
       if (proc) {
         for (const name of PROCESS_CUT) {
           defineProperty(proc, name, {
-            value: PROCESS_ABSENT.has(name)
+            value: PROCESS_GONE.has(name) ? undefined : PROCESS_ABSENT.has(name)
               ? (module) => { throw new Error(`No such module: ${module}`); }
               : typeof proc[name] === 'function'
                 ? () => { tamperIn(rec, `process.${name}()`); throw new Error(`etai: process.${name} is not available in a graded run`); }

@@ -46,7 +46,11 @@ if (guard) guard.install(JEST, { channelFd: CHANNEL_FD });
 // data properties with indexed loops and calls nothing workspace code can replace (JSON and Reflect
 // are frozen by the guard; a string or number is written by JSON.stringify, which asks primitives
 // nothing). runner.js parses the text.
-const rawSend = process.send.bind(process);
+// Pinned now, before any test runs: `process.send` looks `_send` up on the process at every call,
+// and the answer must not go through anything a later run could replace (process.send itself
+// does no more than this call: see Node's child_process setupChannel).
+const pinnedSend = process._send;
+const rawSend = (message) => Reflect.apply(pinnedSend, process, [message, undefined, { swallowErrors: false }, undefined]);
 const { stringify } = JSON;
 const { getOwnPropertyDescriptor: ownDesc, ownKeys: keysOf } = Reflect;
 const { isArray } = Array;
@@ -78,8 +82,15 @@ function send(message) {
 }
 const CACHE = path.join(process.env.TMPDIR || '/tmp', 'jest-cache');
 
+// The streams are this realm's objects, which a test context also reaches (its `process.stdout`):
+// their length and `once` are read through the prototypes, as pinned at load, so that no getter or
+// method a test planted on them runs here while the answer is on its way.
+const writableLength = Reflect.getOwnPropertyDescriptor(require('stream').Writable.prototype, 'writableLength').get;
+const once = require('events').EventEmitter.prototype.once;
+
 function drained(stream) {
-  return stream.writableLength > 0 ? new Promise((ok) => stream.once('drain', ok)) : Promise.resolve();
+  return Reflect.apply(writableLength, stream, []) > 0
+    ? new Promise((ok) => Reflect.apply(once, stream, ['drain', ok])) : Promise.resolve();
 }
 
 function slim(results) {

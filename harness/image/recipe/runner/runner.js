@@ -150,8 +150,7 @@ function startHost(set, slot) {
   delete env.NODE_PATH;
   delete env.NODE_OPTIONS;
   if (set === fresh) {
-    env.TMPDIR = path.join(SCRATCH, `tmp-fresh-${++freshSerial}`);
-    fs.mkdirSync(env.TMPDIR, { mode: 0o1777 });
+    env.TMPDIR = fs.mkdtempSync(path.join(SCRATCH, `tmp-fresh-${++freshSerial}-`));
     if (AS_ROOT) fs.chmodSync(env.TMPDIR, 0o1777); // the sandbox user's scratch space, this host's alone
   }
   // A host starts as this process's user and, if that is root, becomes the sandbox user itself
@@ -257,11 +256,25 @@ const warming = new Set();
 function settled() { return Promise.all([...warming]); }
 function warmHost(set, i) {
   const h = hostIn(set, i);
+  h.warming = true;
   const p = hostCall(set, i, { op: 'warm', dir: WARM_DIR }, 60000).catch(() => {})
-    .finally(() => warming.delete(p));
+    .finally(() => { warming.delete(p); h.warming = false; });
   warming.add(p);
   h.ready = p;
   return p;
+}
+
+// A fresh host warming for a later graded run gives way to the agent's own work, which waits on
+// it: stopped while a Jest run or a command of the agent runs, continued after (its warm-up's
+// deadline is long, and a warm-up that fails costs only its warmth).
+async function givingWay(work) {
+  const paused = fresh.filter((h) => h && h.warming);
+  for (const h of paused) { try { process.kill(-h.proc.pid, 'SIGSTOP'); } catch (e) { /* gone */ } }
+  try {
+    return await work();
+  } finally {
+    for (const h of paused) { try { process.kill(-h.proc.pid, 'SIGCONT'); } catch (e) { /* gone */ } }
+  }
 }
 
 let testFiles = null; // the test files of the pristine workspace, listed at init
@@ -436,7 +449,7 @@ const handlers = {
 
   jest: (req) => {
     untrusted = true;
-    return jestRun(req).finally(() => {
+    return (req.fresh ? jestRun(req) : givingWay(() => jestRun(req))).finally(() => {
       if (!req.fresh) return;
       // Nor does anything the graded run started outlive it (a child that left its process group).
       if (AS_ROOT) endProcesses(hosts.concat(fresh).filter(Boolean).map((h) => h.proc.pid), SANDBOX_ID);
@@ -511,8 +524,8 @@ const handlers = {
 
   exec: async (req) => {
     untrusted = true;
-    return runCommand(req.argv, { timeoutMs: req.timeout_ms, outputCap: req.output_cap,
-      input: req.stdin_b64 ? Buffer.from(req.stdin_b64, 'base64') : null });
+    return givingWay(() => runCommand(req.argv, { timeoutMs: req.timeout_ms, outputCap: req.output_cap,
+      input: req.stdin_b64 ? Buffer.from(req.stdin_b64, 'base64') : null }));
   },
 };
 
