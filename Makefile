@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,train,serve,report,ray
 
-.PHONY: setup docker venv image browser demo test test-long test-fast lint bench redteam mutation real-suites clean
+.PHONY: setup docker venv image browser demo test test-long test-fast lint bench redteam redteam-search mutation real-suites clean
 
 setup: docker venv image
 
@@ -60,6 +60,12 @@ bench: setup
 # Every red-team technique on every session (make test runs the core ones); about 10 minutes.
 redteam: setup
 	ETAI_REDTEAM=all $(BIN)/python -m pytest -q -s tests/harness/test_tamper.py
+
+# A randomised search: cheats composed from primitives (when x how x what x follow-up), each a full
+# episode on a bundled session; resumable, report in runs/redteam-search/report.json; exit 1 on a
+# false green. ARGS="--cheats 300 --seed 7 --workers 2 --only fd-forge".
+redteam-search: setup
+	$(BIN)/python scripts/redteam_search.py $(ARGS)
 
 # Mutation testing of the scoring and reward modules (#12) in scratch copies, never the tree;
 # `make mutation MUTATE=harness/metrics.py` for one module, ARGS=--quick for the CI slice.

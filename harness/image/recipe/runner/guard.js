@@ -417,12 +417,14 @@ function optionNames(obj, key, test) {
   return false;
 }
 
+// A child's stdio list names the channel by its number anywhere, or as 'inherit' at its own index
+// (the child's descriptor N is then this process's N).
 function listNames(list) {
   if (isProxy(list)) return true;
   const n = getOwnPropertyDescriptor(list, 'length').value;
   for (let i = 0; i < n; i++) {
     const d = getOwnPropertyDescriptor(list, i);
-    if (d && (!('value' in d) || d.value === channelFd)) return true;
+    if (d && (!('value' in d) || d.value === channelFd || (i === channelFd && d.value === 'inherit'))) return true;
   }
   return false;
 }
