@@ -24,7 +24,7 @@ from harness.loop import preflight, run_episode
 from harness.records import NON_TERMINAL, SCHEMA_VERSION
 from harness.results import ResultStore, cache_key, write_json_atomic
 from harness.runner import at_least_one
-from harness.sessions import Session, Suite, load_suite
+from harness.sessions import DEFAULTS, Session, Suite, load_suite
 from harness.suite_kinds import SUITE_KINDS, RunSettings, extra_metrics, pass_ks
 
 
@@ -55,10 +55,14 @@ class SessionKind:
         from harness.sandbox import require_kind
 
         st = suite if isinstance(suite, Suite) else load_suite(suite)
-        k = at_least_one("k", st.defaults.get("k", 3) if settings.k is None else settings.k)
+        k = at_least_one(
+            "k", st.defaults.get("k", DEFAULTS["k"]) if settings.k is None else settings.k
+        )
         max_steps = at_least_one(
             "max_steps",
-            st.defaults.get("max_steps", 10) if settings.max_steps is None else settings.max_steps,
+            st.defaults.get("max_steps", DEFAULTS["max_steps"])
+            if settings.max_steps is None
+            else settings.max_steps,
         )
         if max_steps < k:
             raise InputError(f"max_steps must be at least k (got max_steps={max_steps}, k={k})")

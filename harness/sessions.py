@@ -525,6 +525,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
             raise InputError(str(e), where=str(root / "suite.yaml")) from None
         if not isinstance(meta, dict):
             raise InputError("must be a mapping", where=str(root / "suite.yaml"))
+    defaults = suite_defaults(meta, root)
     sandbox = _suite_sandbox(meta.get("sandbox"), root)
     jl = root / "sessions.jsonl"
     if not jl.is_file():
@@ -567,7 +568,6 @@ def load_suite(name_or_path: str | Path) -> Suite:
         raise InputError(
             f"{len(probs.items)} problem(s):\n  " + "\n  ".join(probs.items), where=str(jl)
         )
-    defaults = meta.get("defaults") or {}
     return Suite(
         str(meta.get("name", root.name)),
         root,
@@ -576,6 +576,37 @@ def load_suite(name_or_path: str | Path) -> Suite:
         tuple(sessions),
         sandbox,
     )
+
+
+SUITE_KEYS = ("name", "description", "defaults", "sandbox")
+DEFAULTS = {"k": 3, "max_steps": 10}  # what a run uses without -k / --max-steps (session_kind.py)
+
+
+def suite_defaults(meta: dict, root: Path) -> dict[str, int]:
+    """suite.yaml's keys and its ``defaults:``, checked by the one schema that `etai suite validate`
+    and `etai run` both load through: whole numbers of at least 1, ``max_steps`` at least ``k`` (a
+    run without flags refuses less), unknown keys named (a typo such as ``max_step`` would else be
+    ignored and the run's own default used). One InputError listing every problem."""
+    probs = [
+        f"{k}: unknown key (known: {', '.join(SUITE_KEYS)})" for k in meta if k not in SUITE_KEYS
+    ]
+    obj = {} if meta.get("defaults") is None else meta["defaults"]
+    if not isinstance(obj, dict):
+        probs.append(f"defaults: must be a mapping of {' and '.join(DEFAULTS)}")
+        obj = {}
+    for k, v in obj.items():
+        if k not in DEFAULTS:
+            probs.append(f"defaults.{k}: unknown key (known: {', '.join(DEFAULTS)})")
+        elif isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            probs.append(f"defaults.{k}: must be a whole number of at least 1, got {v!r}")
+    if not probs:
+        k, steps = obj.get("k", DEFAULTS["k"]), obj.get("max_steps", DEFAULTS["max_steps"])
+        if steps < k:
+            probs.append(f"defaults: max_steps must be at least k (max_steps={steps}, k={k})")
+    if probs:
+        where = str(root / "suite.yaml")
+        raise InputError(f"{len(probs)} problem(s):\n  " + "\n  ".join(probs), where=where)
+    return dict(obj)
 
 
 def _suite_sandbox(obj: Any, root: Path) -> SuiteSandbox:

@@ -212,6 +212,49 @@ def test_run_refuses_an_unknown_agent(tmp_path, capsys):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize(
+    "yaml, expected",
+    [
+        ("defaults: {k: three}\n", "defaults.k: must be a whole number of at least 1, got 'three'"),
+        ("defaults: {k: -1}\n", "defaults.k: must be a whole number of at least 1, got -1"),
+        (
+            "defaults: {max_steps: 2.5}\n",
+            "defaults.max_steps: must be a whole number of at least 1, got 2.5",
+        ),
+        ("defaults: {k: true}\n", "defaults.k: must be a whole number of at least 1, got True"),
+        ("defaults: {max_step: 5}\n", "defaults.max_step: unknown key (known: k, max_steps)"),
+        (
+            "defaults: {k: 4, max_steps: 3}\n",
+            "defaults: max_steps must be at least k (max_steps=3, k=4)",
+        ),
+        ("defaults: [3, 10]\n", "defaults: must be a mapping of k and max_steps"),
+        ("default: {k: 3}\n", "default: unknown key (known: name, description, defaults, sandbox)"),
+    ],
+    ids=["word", "negative", "fraction", "bool", "typo", "steps-below-k", "list", "top-level-typo"],
+)
+def test_validate_and_run_refuse_the_same_suite_defaults(
+    one_session_suite, tmp_path, capsys, yaml, expected
+):
+    # One schema: what `etai run` would refuse (or silently ignore), `etai suite validate` names.
+    first, write = one_session_suite
+    root = write(first)
+    (root / "suite.yaml").write_text("name: tiny\n" + yaml)
+    assert main(["suite", "validate", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert f"{root / 'suite.yaml'}: 1 problem(s):\n  {expected}" in err, err
+    out = tmp_path / "run"
+    assert main(["run", "--suite", str(root), "--agent", "noop", "--out", str(out)]) == 2
+    assert expected in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_valid_suite_defaults_are_what_a_run_uses(one_session_suite):
+    first, write = one_session_suite
+    root = write(first)
+    (root / "suite.yaml").write_text("name: tiny\ndefaults: {k: 2}\n")
+    assert load_suite(root).defaults == {"k": 2}
+
+
 # ------------------------------------------------------------------------------ properties (hypothesis)
 # The loader's promise over inputs no list of cases covers: whatever a line of sessions.jsonl holds,
 # load_suite returns the suite or raises one InputError whose problems each name their line, never
