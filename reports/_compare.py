@@ -16,6 +16,7 @@ import pandas as pd
 
 from harness import metrics
 from reports import _stats
+from reports._kinds import SESSIONS, TASK_KS, flatten
 from reports._load import STATUSES
 
 
@@ -74,6 +75,30 @@ def arm_metrics(df: pd.DataFrame, k: int) -> dict[str, Any]:
     }
 
 
+def task_metrics(df: pd.DataFrame, own: dict[str, float] | None = None) -> dict[str, Any]:
+    """One arm of a task kind (HumanEval, plug-ins): pass@1 with its Wilson interval over valid
+    samples, pass@k for every k the fewest samples of a task allow with a bootstrap interval over
+    tasks, the status counts, and the kind's own summary metrics (``own``, no interval)."""
+    v = df[df["valid"]]
+    counts = df["status"].value_counts().reindex(list(STATUSES), fill_value=0)
+    per = {sid: list(g) for sid, g in v.groupby("session_id", observed=True)["passed"]}
+    fewest = min((len(x) for x in per.values()), default=0)
+    pass_k: dict[int, dict[str, Any]] = {1: _rate(int(v["passed"].sum()), len(v))}
+    for k in (x for x in TASK_KS if 1 < x <= fewest):
+        each = [np.array([metrics.pass_at_k_of({s: o}, [k])[k]]) for s, o in per.items()]
+        lo, hi = _stats.bootstrap_ci(each)
+        pass_k[k] = {"value": pass_at(df, k), "lo": lo, "hi": hi, "n": len(per)}
+    return {
+        "n_sessions": int(df["session_id"].nunique()),
+        "n_rows": len(df),
+        "n_valid": len(v),
+        "pass@1": pass_k[1],
+        "pass_at_k": pass_k,
+        "status_counts": {s: int(n) for s, n in counts.items()},
+        "own": dict(own or {}),
+    }
+
+
 def session_values(df: pd.DataFrame, metric: str, j: int = 1) -> pd.Series:
     """Per-session value of a metric over valid rows (the mean over samples): ``pass``, ``pa``
     (green within ``j`` steps), ``tampered``, ``path_match``, ``cursor_px``. Paired tests use these."""
@@ -102,7 +127,7 @@ class PairTest:
     b_only: int
     mcnemar_p: float
     test: str  # "exact McNemar", or the exact sign test it generalises to with several samples
-    pa_j: int
+    pa_j: int | None
     pa_diff: float | None
     pa_lo: float | None
     pa_hi: float | None
@@ -112,15 +137,22 @@ class PairTest:
         return dict(vars(self))
 
 
-def pair_test(a_rows: pd.DataFrame, b_rows: pd.DataFrame, a: str, b: str, j: int) -> PairTest:
+def pair_test(
+    a_rows: pd.DataFrame, b_rows: pd.DataFrame, a: str, b: str, j: int | None
+) -> PairTest:
+    """McNemar on per-session pass, and a paired bootstrap on PA@j (``j`` None: a task kind, which
+    has no steps)."""
     pa_, pb_ = session_values(a_rows, "pass"), session_values(b_rows, "pass")
     common = pa_.index.intersection(pb_.index)
     da, db = pa_[common], pb_[common]
     a_only, b_only = int((da > db).sum()), int((da < db).sum())
     several = max(a_rows["sample"].max(), b_rows["sample"].max()) > 0
     test = "exact sign test on per-session pass rates" if several else "exact McNemar"
-    pj_a, pj_b = session_values(a_rows, "pa", j)[common], session_values(b_rows, "pa", j)[common]
-    boot = _stats.paired_bootstrap(pj_a.to_numpy(), pj_b.to_numpy()) if len(common) else None
+    boot = None
+    if j is not None and len(common):
+        pj_a = session_values(a_rows, "pa", j)[common]
+        pj_b = session_values(b_rows, "pa", j)[common]
+        boot = _stats.paired_bootstrap(pj_a.to_numpy(), pj_b.to_numpy())
     return PairTest(
         a,
         b,
@@ -154,6 +186,8 @@ class Comparison:
     statuses: pd.DataFrame
     steps_to_green: pd.DataFrame
     training: pd.DataFrame
+    kind: str = SESSIONS  # the suite kind of every run compared (reports/_kinds.py)
+    suite: str = ""
 
     def table(self) -> pd.DataFrame:
         """The per-arm table: one row per arm, point estimates and interval bounds as columns."""
@@ -188,10 +222,19 @@ class Comparison:
 
 def compare(df: pd.DataFrame, *, pa_j: int = 3) -> Comparison:
     """Compare every arm of loaded runs (``reports.load``) on the sessions they all have."""
+    from harness.errors import InputError
     from reports._load import load
 
     if not isinstance(df, pd.DataFrame):
         df = load(df)
+    kinds = sorted({r["kind"] for r in df.attrs.get("runs", [])} or {SESSIONS})
+    if len(kinds) > 1:
+        raise InputError(
+            f"the runs are of different suite kinds ({', '.join(kinds)}): "
+            "report them side by side with --by suite"
+        )
+    if kinds[0] != SESSIONS:
+        return _compare_tasks(df, kinds[0])
     arms = list(
         dict.fromkeys(df.sort_values(["step", "run"], na_position="first", kind="stable")["arm"])
     )
@@ -199,8 +242,6 @@ def compare(df: pd.DataFrame, *, pa_j: int = 3) -> Comparison:
     every = set().union(*have.values())
     common = sorted(set.intersection(*have.values()))
     if not common:
-        from harness.errors import InputError
-
         raise InputError(f"the runs share no session ({', '.join(arms)})")
     dropped = {s: [a for a in arms if s not in have[a]] for s in sorted(every - set(common))}
     rows = df[df["session_id"].isin(common)].copy()
@@ -227,6 +268,62 @@ def compare(df: pd.DataFrame, *, pa_j: int = 3) -> Comparison:
         _statuses(rows, arms),
         _steps(rows, arms),
         _training(rows, metrics),
+        SESSIONS,
+        _suite_of(df),
+    )
+
+
+def _suite_of(df: pd.DataFrame) -> str:
+    return ", ".join(sorted({str(r["suite"]) for r in df.attrs.get("runs", [])}))
+
+
+def _compare_tasks(df: pd.DataFrame, kind: str) -> Comparison:
+    """A Comparison of a task kind: the arms' pass@k and status counts on their common tasks, and
+    what each arm's summary states under the kind's own names (all there is without rows)."""
+    from harness.errors import InputError
+
+    summaries = df.attrs.get("summaries", {})
+    named = {(r, a): arm for r, a, arm in zip(df["run"], df["agent"], df["arm"])}
+    listed = [(run, a) for run, s in summaries.items() for a in (s.get("agents") or {})]
+    twice = {a for _, a in listed if sum(1 for _, b in listed if b == a) > 1}
+    own = {  # arm -> what its summary states under the kind's names
+        named.get((run, a), f"{run}/{a}" if a in twice else a): flatten(summaries[run]["agents"][a])
+        for run, a in listed
+        if isinstance(summaries[run]["agents"][a], dict)
+    }
+    arms = list(dict.fromkeys([*df["arm"], *own]))
+    have = {a: set(df.loc[df["arm"] == a, "session_id"]) for a in arms}
+    with_rows = [a for a in arms if have[a]]
+    common = sorted(set.intersection(*(have[a] for a in with_rows))) if with_rows else []
+    if with_rows and not common:
+        raise InputError(f"the runs share no task ({', '.join(with_rows)})")
+    every = set().union(*have.values())
+    dropped = {s: [a for a in with_rows if s not in have[a]] for s in sorted(every - set(common))}
+    rows = df[df["session_id"].isin(common)].copy()
+    by_arm = {a: rows[rows["arm"] == a] for a in arms}
+    m = {a: task_metrics(by_arm[a], own.get(a)) for a in arms}
+    pairs = [
+        pair_test(by_arm[a], by_arm[b], a, b, None)
+        for i, a in enumerate(with_rows)
+        for b in with_rows[i + 1 :]
+    ]
+    no_table = pd.DataFrame()  # intents, steps and training: a task has none
+    return Comparison(
+        rows=rows,
+        arms=arms,
+        k=1,
+        runs=list(df.attrs.get("runs", [])),
+        sessions=common,
+        dropped=dropped,
+        notes=list(df.attrs.get("notes", [])),
+        metrics=m,
+        pairs=pairs,
+        intents=no_table,
+        statuses=_statuses(rows, arms),
+        steps_to_green=no_table,
+        training=pd.DataFrame(columns=["series", "step", "arm"]),
+        kind=kind,
+        suite=_suite_of(df),
     )
 
 

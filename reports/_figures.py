@@ -62,11 +62,14 @@ def pa_curve(c: Comparison) -> bytes:
         if not js:
             continue
         y = np.array([pa[j]["value"] for j in js])
-        err = np.array(
+        # clipped: Wilson's bound at a rate of 1 can round to a hair below it (n=4: 1 - 1e-16)
+        err = np.clip(
             [
                 [y[i] - pa[j]["lo"] for i, j in enumerate(js)],
                 [pa[j]["hi"] - y[i] for i, j in enumerate(js)],
-            ]
+            ],
+            0,
+            None,
         )
         ax.errorbar(js, y, yerr=err, marker="o", capsize=3, label=arm)
     ax.set(

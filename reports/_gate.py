@@ -8,13 +8,19 @@ baseline by more than the margin. Which test decided is named in the result: the
 test (an exact sign test on per-session pass rates with several samples) for pass@1 with no
 margin, a paired bootstrap over sessions otherwise. With few sessions these tests have little
 power: a gate that must catch small regressions needs a margin of zero, a larger suite, or both.
+
+Every suite kind is gated under its own metric names (reports/_kinds.py): a HumanEval run takes
+``pass@N`` and the status counts, a plug-in kind also the metrics its summary states
+(``counted>=3``). Several candidate runs (one per suite) are gated at once; a rule prefixed with a
+suite or kind name applies to that suite's run only (``humaneval:pass@1>=0.6``), one without a
+prefix to every run, and each baseline is paired with the candidate of its suite.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +29,13 @@ import pandas as pd
 from harness.errors import InputError
 from harness.records import NON_TERMINAL
 from reports import _stats
-from reports._compare import arm_metrics, pass_at, session_values
+from reports._compare import arm_metrics, pass_at, session_values, task_metrics
+from reports._kinds import SESSIONS, own_names, summary_value
 from reports._load import STATUSES, load
 
 ALPHA = 0.05
 _RULE = re.compile(
-    r"^\s*(?P<metric>[a-z_]+(?:@\d+)?)\s*(?P<op>>=|<=|==|!=|>|<)\s*"
+    r"^\s*(?:(?P<suite>[a-z0-9][\w.-]*)\s*:\s*)?(?P<metric>[a-z_][a-z0-9_.]*(?:@\d+)?)\s*(?P<op>>=|<=|==|!=|>|<)\s*"
     r"(?:(?P<base>baseline)\s*(?:(?P<sign>[-+])\s*(?P<margin>\d+(?:\.\d*)?|\.\d+))?|"
     r"(?P<value>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?))"
     r"\s*(?:,?\s*alpha\s*=\s*(?P<alpha>0?\.\d+))?\s*$",
@@ -54,6 +61,7 @@ class Rule:
     value: float | None = None
     margin: float | None = None
     alpha: float = ALPHA
+    suite: str | None = None  # only the run of this suite (or kind); None: every run
 
     @property
     def against_baseline(self) -> bool:
@@ -69,14 +77,16 @@ def parse_rule(text: str, alpha: float = ALPHA) -> Rule:
             where="--rule",
         )
     metric = m["metric"].lower().replace("path_accuracy@", "pa@")
-    _check_metric(metric, text)
+    suite = m["suite"]
+    if re.fullmatch(r"(pass|pa)@0+", metric):
+        raise InputError(f"{metric}: k counts from 1", where=text)
     a = float(m["alpha"]) if m["alpha"] else alpha
     if not 0 < a < 1:
         raise InputError(f"alpha must be between 0 and 1 (got {a})", where=text)
     if not m["base"]:
         if m["alpha"]:
             raise InputError("alpha belongs to baseline rules only", where=text)
-        return Rule(text.strip(), metric, m["op"], value=float(m["value"]))
+        return Rule(text.strip(), metric, m["op"], value=float(m["value"]), suite=suite)
     if m["op"] in ("==", "!="):
         raise InputError("a baseline rule needs a direction (>=, >, <=, <)", where=text)
     margin = float(m["margin"] or 0.0)
@@ -87,19 +97,24 @@ def parse_rule(text: str, alpha: float = ALPHA) -> Rule:
             where=text,
         )
     _paired(metric, text)
-    return Rule(text.strip(), metric, m["op"], margin=margin, alpha=a)
+    return Rule(text.strip(), metric, m["op"], margin=margin, alpha=a, suite=suite)
 
 
-def _check_metric(metric: str, text: str) -> None:
-    name, _, n = metric.partition("@")
-    if n and name in ("pass", "pa") and int(n) >= 1:
+def check_metric(r: Rule, kind: str, own: Sequence[str]) -> None:
+    """InputError unless ``r.metric`` is a metric of ``kind`` (``own``: its summary's names)."""
+    name, _, n = r.metric.partition("@")
+    sessions = kind == SESSIONS
+    if n and (name == "pass" or (name == "pa" and sessions)):
         return
-    if not n and (metric in _VALUE or metric in STATUSES):
+    if not n and (r.metric in STATUSES or r.metric == "n_valid"):
         return
+    if not n and ((sessions and r.metric in _VALUE) or (not sessions and r.metric in own)):
+        return
+    names = ["pa@J (path_accuracy@J)", *_VALUE] if sessions else [*own, "n_valid"] if own else []
     raise InputError(
-        f"unknown metric {metric!r}; known: pass@N, pa@J (path_accuracy@J), "
-        f"{', '.join(_VALUE)}, and status counts ({', '.join(STATUSES)})",
-        where=text,
+        f"unknown metric {r.metric!r} for a {kind} run; known: pass@N, "
+        f"{', '.join([*names, ''])}and status counts ({', '.join(STATUSES)})",
+        where=r.text,
     )
 
 
@@ -148,6 +163,8 @@ def value_of(metric: str, rows: pd.DataFrame, m: dict[str, Any], k: int) -> floa
         return float(m["status_counts"][metric])
     if metric in ("invalid_actions", "n_valid"):
         return float(m[metric])
+    if "own" in m:  # a task kind: the rest is what its summary states
+        return m["own"].get(metric)
     return m[metric]["value"]
 
 
@@ -198,8 +215,12 @@ class GateResult:
         return {**asdict(self), "passed": self.passed, "exit_code": self.exit_code}
 
 
-def _pick(df: pd.DataFrame, agent: str | None, what: str) -> str:
-    arms = list(dict.fromkeys(df["arm"]))
+def _pick(df: pd.DataFrame, agent: str | None, what: str, lenient: bool = False) -> str:
+    arms = list(dict.fromkeys(df["arm"])) or [
+        a for s in df.attrs["summaries"].values() for a in (s.get("agents") or {})
+    ]
+    if lenient and agent not in arms and len(arms) == 1:
+        agent = None  # gating several suites: a run of one agent is that agent's, whatever its name
     if agent is None:
         if len(arms) == 1:
             return arms[0]
@@ -213,38 +234,120 @@ def _pick(df: pd.DataFrame, agent: str | None, what: str) -> str:
 
 
 def gate(
-    candidate: str | Path,
+    candidate: str | Path | Sequence[str | Path],
     rules: Sequence[str | Rule],
     *,
-    baseline: str | Path | None = None,
+    baseline: str | Path | Sequence[str | Path] | None = None,
     agent: str | None = None,
     baseline_agent: str | None = None,
     alpha: float = ALPHA,
     allow_mismatch: bool = False,
 ) -> GateResult:
-    """Check ``rules`` on one agent of ``candidate``; see the module doc. Bad input raises InputError."""
+    """Check ``rules`` on one agent of each candidate run (one per suite); see the module doc.
+    Bad input raises InputError."""
     parsed = [r if isinstance(r, Rule) else parse_rule(r, alpha) for r in rules]
     if not parsed:
         raise InputError("no rules: give --rule EXPR (repeatable) or --config gate.yaml")
-    if any(r.against_baseline for r in parsed) and baseline is None:
+    cands = [candidate] if isinstance(candidate, (str, Path)) else list(candidate)
+    bases = (
+        []
+        if baseline is None
+        else [baseline]
+        if isinstance(baseline, (str, Path))
+        else list(baseline)
+    )
+    if any(r.against_baseline for r in parsed) and not bases:
         raise InputError("a rule compares with the baseline, but no --baseline run was given")
-    cand = load(candidate)
-    arm = _pick(cand, agent, "candidate")
+    runs = [(c, load(c)) for c in cands]
+    names = [_names(df) for _, df in runs]
+    for r in parsed:
+        if r.suite and not any(r.suite in n for n in names):
+            raise InputError(
+                f"no candidate run is of suite {r.suite!r}; they are of "
+                + ", ".join(sorted({x for n in names for x in n})),
+                where=r.text,
+            )
+    based = [(b, load(b)) for b in bases]
+    several = len(runs) > 1
+    arms, results, sessions, incomplete = [], [], [], []
+    base_arms = []
+    for (path, df), mine in zip(runs, names):
+        applies = [r for r in parsed if r.suite is None or r.suite in mine]
+        base = next(((b, bdf) for b, bdf in based if _names(bdf) & mine), None)
+        if base is None and len(based) == 1 and not several:
+            base = based[0]  # one candidate, one baseline: paired whatever their names
+        if base is None and any(r.against_baseline for r in applies):
+            raise InputError(f"no --baseline run is of the suite of {path} ({min(mine)})")
+        one = _gate_run(path, df, applies, base, agent, baseline_agent, allow_mismatch, several)
+        label = f"{df.attrs['runs'][0]['suite']}: " if several else ""
+        arms.append(one.agent)
+        base_arms.append(one.baseline_agent)
+        results += [replace(x, rule=label + x.rule) for x in one.rules]
+        sessions += [
+            replace(x, session_id=label.replace(": ", "/") + x.session_id) for x in one.sessions
+        ]
+        incomplete += one.incomplete
+    return GateResult(
+        ", ".join(map(str, cands)),
+        ", ".join(dict.fromkeys(arms)),
+        ", ".join(map(str, bases)) or None,
+        ", ".join(dict.fromkeys(a for a in base_arms if a)) or None,
+        results,
+        sessions,
+        incomplete,
+    )
+
+
+def _names(df: pd.DataFrame) -> set[str]:
+    """What a suite prefix may name for this run: its suite and its kind."""
+    return {str(x) for r in df.attrs["runs"] for x in (r["suite"], r["kind"])}
+
+
+def _gate_run(
+    candidate: str | Path,
+    cand: pd.DataFrame,
+    rules: list[Rule],
+    base: tuple[str | Path, pd.DataFrame] | None,
+    agent: str | None,
+    baseline_agent: str | None,
+    allow_mismatch: bool,
+    lenient: bool,
+) -> GateResult:
+    kind = cand.attrs["runs"][0]["kind"]
+    summaries = cand.attrs["summaries"]
+    own = [] if kind == SESSIONS else own_names(kind, list(summaries.values()))
+    for r in rules:
+        check_metric(r, kind, own)
+    arm = _pick(cand, agent, "candidate", lenient)
     rows = cand[cand["arm"] == arm]
-    k = int(rows["k"].max())
-    m = arm_metrics(rows, k)
+    k = int(rows["k"].max()) if len(rows) else 1
+    if kind == SESSIONS:
+        m = arm_metrics(rows, k)
+    else:
+        spec = rows["agent"].iloc[0] if len(rows) else arm
+        m = task_metrics(
+            rows,
+            {
+                n: v
+                for n in own
+                if (v := summary_value(summaries, list(summaries), spec, n)) is not None
+            },
+        )
     incomplete = _incomplete(cand, arm, "candidate")
     base_rows, base_arm = None, None
-    if baseline is not None:
-        base = load(baseline)
+    if base is not None:
+        baseline, bdf = base
         base_arm = _pick(
-            base, baseline_agent or (agent if agent in set(base["arm"]) else None), "baseline"
+            bdf,
+            baseline_agent or (agent if agent in set(bdf["arm"]) else None),
+            "baseline",
+            lenient,
         )
-        base_rows = base[base["arm"] == base_arm]
+        base_rows = bdf[bdf["arm"] == base_arm]
         load([candidate, baseline], allow_mismatch=allow_mismatch)  # refuses runs of other sessions
-        incomplete += _incomplete(base, base_arm, "baseline")
+        incomplete += _incomplete(bdf, base_arm, "baseline")
     results = []
-    for r in parsed:
+    for r in rules:
         if r.against_baseline:
             results.append(_vs_baseline(r, rows, base_rows, base_arm, k))
             continue
@@ -266,7 +369,7 @@ def gate(
     return GateResult(
         str(candidate),
         arm,
-        str(baseline) if baseline is not None else None,
+        str(base[0]) if base is not None else None,
         base_arm,
         results,
         _sessions(rows, arm),

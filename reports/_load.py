@@ -4,6 +4,11 @@ A run folder holds ``results.jsonl`` (+ ``summary.json`` once the run ended); a 
 is a Composer save folder (or its ``harness-eval/``) whose ``harness-eval/ba<N>/`` are run folders
 written by ``finetune.callbacks.HarnessEval`` at batch N. Rows are checked at this edge: a row
 without a session, agent or known status is bad input, named by file and line.
+
+Every suite kind's run folder reads here (reports/_kinds.py says what is measured on it): a
+sessions run and ``etai humaneval --out R`` keep their rows in ``R/results.jsonl``; ``etai run
+--suite humaneval`` keeps each agent's under the folder its summary names (``<agent>/eval/``); a
+plug-in kind may write only ``summary.json``, whose per-agent metrics are then all there is.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import pandas as pd
 from harness import metrics
 from harness.errors import InputError
 from harness.records import NON_TERMINAL, STATUSES
+from reports._kinds import SESSIONS, kind_of_run
 
 _STEP = re.compile(r"^ba(\d+)$")
 _STEP_SUFFIX = re.compile(r"-ba\d+$")
@@ -43,6 +49,7 @@ class RunInfo:
     has_summary: bool
     step: int | None = None
     series: str | None = None  # the training folder a step belongs to
+    kind: str = SESSIONS  # the suite kind that wrote it (harness.suite_kinds)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -51,7 +58,7 @@ class RunInfo:
 def find_runs(path: str | Path) -> list[tuple[Path, int | None, Path | None]]:
     """(run folder, training step, training folder) for a run folder or a training folder."""
     p = Path(path)
-    if (p / "results.jsonl").is_file():
+    if (p / "results.jsonl").is_file() or (p / "summary.json").is_file():
         return [(p, None, None)]
     evals = p if p.name == "harness-eval" else p / "harness-eval"
     if evals.is_dir():
@@ -71,22 +78,40 @@ def find_runs(path: str | Path) -> list[tuple[Path, int | None, Path | None]]:
     )
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
+def _rows(path: Path, summary: dict[str, Any] | None) -> list[dict[str, Any]]:
     from harness.results import read_rows
 
-    rows = read_rows(path / "results.jsonl")
+    if (path / "results.jsonl").is_file() or summary is None:
+        rows = _checked(read_rows(path / "results.jsonl"), path / "results.jsonl")
+        if not rows:
+            raise InputError("results.jsonl holds no rows", where=str(path))
+        return rows
+    # No rows beside the summary: each agent's rows are in the folder its summary names (etai run
+    # --suite humaneval: <out>/<agent>/eval/), read under the agent's spec; none for a plug-in
+    # kind that keeps only its summary.
+    rows = []
+    for spec, agent in (summary.get("agents") or {}).items():
+        out = Path(agent.get("out") or "") if isinstance(agent, dict) else None
+        if not out or not out.parts:
+            continue
+        out = out if out.is_absolute() else path / out.name
+        found = next((f for f in (out / "eval", out) if (f / "results.jsonl").is_file()), None)
+        if found is None:
+            raise InputError(f"agent {spec!r}: no results.jsonl under {out}", where=str(path))
+        rows += [
+            {**r, "agent": spec}
+            for r in _checked(read_rows(found / "results.jsonl"), found / "results.jsonl")
+        ]
+    return rows
+
+
+def _checked(rows: list[dict[str, Any]], where: Path) -> list[dict[str, Any]]:
     for i, r in enumerate(rows, 1):
         missing = [f for f in ("session_id", "agent", "status") if not isinstance(r.get(f), str)]
         if missing:
-            raise InputError(
-                f"row {i} has no {', '.join(missing)}", where=str(path / "results.jsonl")
-            )
+            raise InputError(f"row {i} has no {', '.join(missing)}", where=str(where))
         if r["status"] not in STATUSES:
-            raise InputError(
-                f"row {i} has an unknown status {r['status']!r}", where=str(path / "results.jsonl")
-            )
-    if not rows:
-        raise InputError("results.jsonl holds no rows", where=str(path))
+            raise InputError(f"row {i} has an unknown status {r['status']!r}", where=str(where))
     return rows
 
 
@@ -100,9 +125,10 @@ def _summary(path: Path) -> dict[str, Any] | None:
         raise InputError(f"not JSON: {e}", where=str(f)) from None
 
 
-def _episode(r: dict[str, Any]) -> dict[str, Any]:
+def _episode(r: dict[str, Any], kind: str) -> dict[str, Any]:
     cur = metrics.row_cursor(r)
-    k = int(r.get("k") or 3)
+    # a task of another kind (a HumanEval check) has no step budget: its rows count as k=1
+    k = int(r.get("k") or (3 if kind == SESSIONS else 1))
     return {
         "session_id": r["session_id"],
         "agent": r["agent"],
@@ -126,6 +152,38 @@ def _episode(r: dict[str, Any]) -> dict[str, Any]:
         ),
         "duration_s": r.get("duration_s"),
     }
+
+
+_COLUMNS = (
+    "run",
+    "series",
+    "step",
+    "suite",
+    "kind",
+    "agent",
+    "arm",
+    "session_id",
+    "session_hash",
+    "sample",
+    "intent",
+    "status",
+    "valid",
+    "passed",
+    "steps_to_green",
+    "steps_used",
+    "n_invalid",
+    "k",
+    "max_steps",
+    "cursor_px",
+    "cursor_line_error",
+    "cursor_wrong_file",
+    "path_match",
+    "duration_s",
+)
+# what _episode gives; load adds the rest
+_EPISODE = [
+    c for c in _COLUMNS if c not in ("run", "series", "step", "kind", "arm", "valid", "passed")
+]
 
 
 def _label(paths: Sequence[Path]) -> dict[Path, str]:
@@ -157,34 +215,38 @@ def load(paths: str | Path | Iterable[str | Path], *, allow_mismatch: bool = Fal
         raise InputError("no run folders given")
     run_labels = _label([d for d, _, _ in found])
     series_labels = _label(sorted({root for _, _, root in found if root is not None}))
-    frames, infos = [], []
+    frames, infos, summaries = [], [], {}
     for folder, step, root in found:
-        rows = _rows(folder)
         summary = _summary(folder)
-        ep = pd.DataFrame([_episode(r) for r in rows])
+        rows = _rows(folder, summary)
+        kind = kind_of_run(summary, rows)
+        ep = pd.DataFrame([_episode(r, kind) for r in rows], columns=_EPISODE)
         label = run_labels[folder]
         series = series_labels[root] if root is not None else None
-        ep["run"], ep["step"], ep["series"] = label, step, series
-        samples = int(summary["samples"]) if summary else int(ep["sample"].max()) + 1
-        k = int(summary["k"]) if summary else int(ep["k"].max())
-        complete = (
-            bool(summary and summary.get("complete"))
-            and not ep["status"].isin(list(NON_TERMINAL)).any()
-        )
+        ep["run"], ep["step"], ep["series"], ep["kind"] = label, step, series, kind
+        s = summary or {}
+        # `etai humaneval` writes neither samples nor k: the rows say how many samples a task has
+        samples = int(s.get("samples") or (ep["sample"].max() + 1 if len(ep) else 1))
+        k = int(s.get("k") or (ep["k"].max() if len(ep) else 1))
+        complete = bool(s.get("complete")) and not ep["status"].isin(list(NON_TERMINAL)).any()
+        suite = s.get("suite") or (ep["suite"].iloc[0] if len(ep) else None) or kind
         infos.append(
             RunInfo(
                 label,
                 str(folder),
-                str((summary or {}).get("suite") or ep["suite"].iloc[0]),
+                str(suite),
                 k,
-                (summary or {}).get("max_steps"),
+                s.get("max_steps"),
                 samples,
                 complete,
                 summary is not None,
                 step,
                 series,
+                kind,
             )
         )
+        ep["suite"] = ep["suite"].fillna(str(suite))
+        summaries[label] = s
         frames.append(ep)
     df = pd.concat(frames, ignore_index=True)
     df["arm"] = _arms(df)
@@ -192,6 +254,7 @@ def load(paths: str | Path | Iterable[str | Path], *, allow_mismatch: bool = Fal
     df = _typed(df)
     df.attrs["runs"] = [i.to_dict() for i in infos]
     df.attrs["notes"] = notes
+    df.attrs["summaries"] = summaries  # run label -> summary.json ({} without one)
     return df
 
 
@@ -199,9 +262,8 @@ def _arms(df: pd.DataFrame) -> pd.Series:
     """What a report compares: the agent spec where it names one run's agent, else run/agent."""
     runs_per_agent = df.groupby("agent")["run"].nunique()
     clash = set(runs_per_agent[runs_per_agent > 1].index)
-    return df.apply(
-        lambda r: f"{r['run']}/{r['agent']}" if r["agent"] in clash else r["agent"], axis=1
-    )
+    arms = [f"{r}/{a}" if a in clash else a for r, a in zip(df["run"], df["agent"])]
+    return pd.Series(arms, index=df.index, dtype="object")
 
 
 def _check_same_suite(df: pd.DataFrame, infos: list[RunInfo], allow: bool) -> list[str]:
@@ -218,9 +280,12 @@ def _check_same_suite(df: pd.DataFrame, infos: list[RunInfo], allow: bool) -> li
             + (" …" if len(changed) > 10 else "")
         )
     if problems and not allow:
-        raise SuiteMismatch("; ".join(problems) + "; compare them anyway with --allow-mismatch")
+        raise SuiteMismatch(
+            "; ".join(problems)
+            + "; compare them anyway with --allow-mismatch, or side by side with --by suite"
+        )
     notes += [f"compared although {p}" for p in problems]
-    if df["session_hash"].isna().any():
+    if df.loc[df["kind"] == SESSIONS, "session_hash"].isna().any():  # tasks have no content hash
         notes.append(
             "some rows name no session content hash (written before reports existed): "
             "their sessions were matched by id only"
@@ -245,31 +310,6 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
         path_match=pd.to_numeric(df["path_match"]).astype("float64"),
         duration_s=pd.to_numeric(df["duration_s"]).astype("float64"),
     )
-    for col in ("run", "series", "suite", "agent", "arm", "session_id", "session_hash"):
+    for col in ("run", "series", "suite", "kind", "agent", "arm", "session_id", "session_hash"):
         out[col] = out[col].astype("string")
-    cols = [
-        "run",
-        "series",
-        "step",
-        "suite",
-        "agent",
-        "arm",
-        "session_id",
-        "session_hash",
-        "sample",
-        "intent",
-        "status",
-        "valid",
-        "passed",
-        "steps_to_green",
-        "steps_used",
-        "n_invalid",
-        "k",
-        "max_steps",
-        "cursor_px",
-        "cursor_line_error",
-        "cursor_wrong_file",
-        "path_match",
-        "duration_s",
-    ]
-    return out[cols]
+    return out[list(_COLUMNS)]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from reports._compare import Comparison
-from reports._figures import FIGURES, draw_all
+from reports._figures import FIGURES
 from reports._load import STATUSES
 
 FORMATS = ("md", "html", "json")
@@ -42,6 +42,10 @@ def _ci(cell: dict[str, Any], digits: int = 3) -> str:
 
 
 def sections(c: Comparison) -> list[Section]:
+    if c.kind != "sessions":
+        from reports._suites import task_sections
+
+        return task_sections(c)
     runs = Section(
         "runs",
         "Runs",
@@ -354,7 +358,10 @@ def to_html(secs: list[Section], figures: dict[str, bytes]) -> str:
     )
 
 
-def to_json(c: Comparison) -> dict[str, Any]:
+def to_json(c: Comparison | list[Comparison]) -> dict[str, Any]:
+    if isinstance(c, list):  # by suite: each suite's numbers, in order
+        return {"suites": [{"suite": x.suite, "kind": x.kind, **to_json(x)} for x in c]}
+
     def clean(x: Any) -> Any:
         if isinstance(x, float) and math.isnan(x):
             return None
@@ -388,8 +395,31 @@ def to_json(c: Comparison) -> dict[str, Any]:
     )
 
 
+def document(
+    c: Comparison | list[Comparison], draw: bool
+) -> tuple[list[Section], dict[str, bytes]]:
+    """The sections and figures of one comparison, or of several suites (``--by suite``): the
+    model × suite matrix first, then each suite's sections, their ids prefixed with its name."""
+    if not isinstance(c, list):
+        secs = sections(c)
+        used = {s.figure for s in secs if s.figure}
+        return secs, {f: d(c) for f, _, d in FIGURES if f in used} if draw else {}
+    from reports._suites import matrix, slug
+
+    secs, figures = [matrix(c)], {}
+    for x in c:
+        own, drawn = document(x, draw)
+        p = slug(x.suite)
+        for s in own:
+            s.id, s.title = f"{p}-{s.id}", f"{x.suite}: {s.title}"
+            s.figure = f"{p}-{s.figure}" if s.figure else None
+        secs += own
+        figures.update({f"{p}-{f}": png for f, png in drawn.items()})
+    return secs, figures
+
+
 def write(
-    c: Comparison, out: str | Path, formats: tuple[str, ...] = ("md", "html")
+    c: Comparison | list[Comparison], out: str | Path, formats: tuple[str, ...] = ("md", "html")
 ) -> dict[str, Path]:
     """Write the report in each format into ``out``; return the files written by format."""
     from harness.results import write_json_atomic
@@ -397,13 +427,12 @@ def write(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
-    secs = sections(c)
-    figures = draw_all(c) if {"md", "html"} & set(formats) else {}
+    secs, figures = document(c, bool({"md", "html"} & set(formats)))
     if "md" in formats:
         (out / "figures").mkdir(exist_ok=True)
         paths = {}
-        for fid, _, _ in FIGURES:
-            (out / "figures" / f"{fid}.png").write_bytes(figures[fid])
+        for fid, png in figures.items():
+            (out / "figures" / f"{fid}.png").write_bytes(png)
             paths[fid] = f"figures/{fid}.png"
         (out / "report.md").write_text(to_markdown(secs, paths), encoding="utf-8")
         written["md"] = out / "report.md"

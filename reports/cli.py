@@ -34,19 +34,36 @@ def add_parsers(sub) -> None:
         action="store_true",
         help="compare runs even if their sessions differ in content or suite name",
     )
+    r.add_argument(
+        "--by",
+        choices=("suite",),
+        help="suite: runs of several suites side by side (a model × suite matrix, then each "
+        "suite's own sections)",
+    )
     r.set_defaults(func=_report)
 
     g = sub.add_parser(
         "gate",
         help="check rules on a run, alone or against a baseline run; exit 0/1/2/3",
-        description="Rules: METRIC OP NUMBER (pass@1>=0.6, tamper_rate==0, infra_error==0) or "
-        "METRIC OP baseline [- MARGIN] [alpha=A] (pass@1 >= baseline - 0.05), a "
-        "non-inferiority check with a one-sided paired test (named in the output).",
+        description="Rules: [SUITE:]METRIC OP NUMBER (pass@1>=0.6, tamper_rate==0, "
+        "humaneval:pass@1>=0.6) or METRIC OP baseline [- MARGIN] [alpha=A] (pass@1 >= baseline "
+        "- 0.05), a non-inferiority check with a one-sided paired test (named in the output). "
+        "Metrics are the suite kind's own: a HumanEval run has pass@N and status counts.",
         epilog="Exit codes: 0 every rule passed, 1 a rule failed, 2 bad input, "
         "3 a run is incomplete (infra errors or no summary; rerun `etai run`).",
     )
-    g.add_argument("candidate", metavar="CANDIDATE", help="run folder to gate")
-    g.add_argument("--baseline", metavar="RUN", help="run folder to compare with")
+    g.add_argument(
+        "candidate",
+        nargs="+",
+        metavar="CANDIDATE",
+        help="run folder to gate (repeatable: one per suite; SUITE:RULE applies to one)",
+    )
+    g.add_argument(
+        "--baseline",
+        action="append",
+        metavar="RUN",
+        help="run folder to compare with (repeatable: paired with the candidate of its suite)",
+    )
     g.add_argument(
         "--agent", metavar="SPEC", help="the candidate's agent (needed when the run has several)"
     )
@@ -75,15 +92,23 @@ def add_parsers(sub) -> None:
 def _report(args: argparse.Namespace) -> int:
     from reports import compare, load, write_report
 
-    c = compare(load(args.runs, allow_mismatch=args.allow_mismatch))
-    written = write_report(c, args.out, tuple(dict.fromkeys(args.format or ["md", "html"])))
+    if args.by == "suite":
+        from reports._suites import by_suite
+
+        cs = by_suite(args.runs, allow_mismatch=args.allow_mismatch)
+    else:
+        cs = [compare(load(args.runs, allow_mismatch=args.allow_mismatch))]
+    doc = cs if args.by == "suite" else cs[0]
+    written = write_report(doc, args.out, tuple(dict.fromkeys(args.format or ["md", "html"])))
     for path in written.values():
         print(path)
-    if c.dropped:
-        print(
-            f"{len(c.dropped)} session(s) not in every run were left out (listed in the report)",
-            file=sys.stderr,
-        )
+    for c in cs:
+        if c.dropped:
+            print(
+                f"{c.suite}: {len(c.dropped)} session(s) not in every run were left out "
+                "(listed in the report)",
+                file=sys.stderr,
+            )
     return 0
 
 
@@ -96,7 +121,7 @@ def _gate(args: argparse.Namespace) -> int:
     result = gate(
         args.candidate,
         cfg["rules"],
-        baseline=args.baseline or cfg.get("baseline"),
+        baseline=args.baseline or cfg.get("baseline"),  # a path or a list of them
         agent=args.agent or cfg.get("agent"),
         baseline_agent=args.baseline_agent or cfg.get("baseline_agent"),
         alpha=args.alpha if args.alpha is not None else float(cfg.get("alpha", ALPHA)),
