@@ -23,7 +23,7 @@ from typing import Any
 
 from harness import jest
 from harness.errors import InputError, SandboxDead
-from harness.results import write_json_atomic, write_text_atomic
+from harness.results import RunFolder, write_json_atomic, write_text_atomic
 from harness.sandbox import Limits, Status, close_quietly, provider
 from harness.sandbox._runner import workspace_paths
 from harness.suite_build import compose, mutants
@@ -255,8 +255,6 @@ def build(
     progress: bool = True,
     log: Callable[[str], None] = lambda m: None,
 ) -> dict[str, Any]:
-    from tqdm import tqdm
-
     project, out = Path(project).resolve(), Path(out).resolve()
     if not (project / "package.json").is_file():
         raise InputError("not a Node project (no package.json)", where=str(project))
@@ -273,7 +271,24 @@ def build(
     if not files:
         raise InputError(f"no source files under {', '.join(src) or '(none)'}", where="--src")
     t0 = time.monotonic()
-    out.mkdir(parents=True, exist_ok=True)
+    # One build per folder at a time, held as `etai run` holds its run folder: two builds on one
+    # --out would each append every verdict to mutants.jsonl (70 lines for 35 mutants).
+    with RunFolder(out):
+        return _build(project, out, opts, files, t0, progress=progress, log=log)
+
+
+def _build(
+    project: Path,
+    out: Path,
+    opts: BuildOptions,
+    files: dict[str, str],
+    t0: float,
+    *,
+    progress: bool,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    from tqdm import tqdm
+
     name = project.name
     _snapshot(project, out / "base")
     if not has_lockfile(out / "base"):

@@ -5,7 +5,10 @@ The end-to-end build from a real project is test_suite_build_e2e.py."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -315,3 +318,39 @@ def test_a_resolved_lockfile_pins_todays_versions_and_installs_with_legacy_peers
 def test_cli_refuses_a_folder_that_is_not_a_node_project(tmp_path, capsys):
     assert main(["suite", "build", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
     assert "no package.json" in capsys.readouterr().err
+
+
+def test_a_second_build_on_one_out_exits_2_naming_the_holder(tmp_path, capsys):
+    # Another build holds the folder (the lock `etai run` takes, flock on .etai.lock naming its pid):
+    # this one is refused before anything is written, so mutants.jsonl never gets a verdict twice.
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "package.json").write_text("{}")
+    (project / "package-lock.json").write_text("{}")
+    (project / "src" / "a.js").write_text("module.exports = (a, b) => a < b;\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mutants.jsonl").write_text('{"id": "m1", "verdict": "survived"}\n')
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(out / ".etai.lock")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        rc = main(["suite", "build", str(project), "--out", str(out), "--no-progress"])
+        err = capsys.readouterr().err
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (
+        rc == 2 and f"{out}: the run folder is in use by another etai run (pid {holder.pid})" in err
+    ), err
+    assert sorted(os.listdir(out)) == [".etai.lock", "mutants.jsonl"], "nothing written"
+    assert (out / "mutants.jsonl").read_text() == '{"id": "m1", "verdict": "survived"}\n'
+
+
+HOLD_LOCK = """import fcntl, os, sys, time
+f = open(sys.argv[1], "a+"); fcntl.flock(f, fcntl.LOCK_EX); f.write(str(os.getpid())); f.flush()
+print("held", flush=True); time.sleep(600)
+"""
