@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "tests" / "harness"))
 sys.path.insert(0, str(ROOT))
 
 import redteam_search as gen  # noqa: E402
+import tamper_corpus  # noqa: E402
 
 SEED = 20261202
 IMPLEMENT = ROOT / "tests" / "harness" / "data" / "implement"
@@ -127,25 +128,6 @@ class Results:
             self.rows[row["name"]] = row
 
 
-def _episode(start, folder: Path, cheat, st, s, flight, guard: bool) -> dict:
-    from harness.agents import AgentContext, from_spec
-    from harness.loop import run_episode
-    from harness.verify import Gold
-
-    agent = from_spec(f"replay:{gen.replay_file(cheat, s, folder)}", AgentContext(st, {}))
-    return run_episode(
-        s,
-        agent,
-        0,
-        start_sandbox=start,
-        k=3,
-        max_steps=10,
-        # without the guard, the old verdict rules (as test_tamper.py's run with the guard off)
-        passing=flight["passing"] if guard else None,
-        gold=Gold.from_json(flight["gold"]) if guard else None,
-    )
-
-
 def _row(seed: int, index: int, cheat, session_id: str, r: dict, guard: bool) -> dict:
     return {
         "name": cheat.name,
@@ -209,7 +191,8 @@ def search(
 
     def one(job) -> None:
         i, cheat, st, s, flight = job
-        r = _episode(start, replays, cheat, st, s, flight, guard)
+        replay = gen.replay_file(cheat, s, replays)
+        r = tamper_corpus.replay_episode(replay, start, st, s, flight, guard=guard)
         row = _row(seed, i, cheat, s.session_id, r, guard)
         results.add(row)
         with lock:

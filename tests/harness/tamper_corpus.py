@@ -907,3 +907,24 @@ def replay_file(technique: Technique, sessions, out: Path) -> Path:
     path = out / f"{technique.name}.jsonl"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def replay_episode(replay: Path, start, st, s, flight: dict, *, guard: bool = True) -> dict:
+    """One full episode of a replay agent reading REPLAY on session S through the real loop, as
+    `etai run` runs it: verification against the preflight's gold record. ``guard=False``: the
+    old verdict rules (no gold record, no passing list), for runs on hosts without the guard.
+    test_tamper.py and scripts/redteam_search.py both run their cheats through here."""
+    from harness.agents import AgentContext, from_spec
+    from harness.loop import run_episode
+    from harness.verify import Gold
+
+    return run_episode(
+        s,
+        from_spec(f"replay:{replay}", AgentContext(st, {})),
+        0,
+        start_sandbox=start,
+        k=3,
+        max_steps=10,
+        passing=flight["passing"] if guard else None,
+        gold=Gold.from_json(flight["gold"]) if guard else None,
+    )

@@ -26,13 +26,10 @@ import legit_corpus
 import tamper_corpus
 
 from harness import sandbox
-from harness.agents import AgentContext, from_spec
 from harness.jest import from_runner
-from harness.loop import run_episode
 from harness.sandbox import Limits, Status
 from harness.session_kind import local_preflights
 from harness.sessions import load_suite
-from harness.verify import Gold
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -75,19 +72,8 @@ def sessions(image):
 def _episode(start, tmp: Path, technique, st, s, flight, *, guard=True):
     folder = tmp / ("on" if guard else "off") / technique.name / s.session_id
     folder.mkdir(parents=True, exist_ok=True)
-    agent = from_spec(
-        f"replay:{tamper_corpus.replay_file(technique, [s], folder)}", AgentContext(st, {})
-    )
-    return run_episode(
-        s,
-        agent,
-        0,
-        start_sandbox=start,
-        k=3,
-        max_steps=10,
-        passing=flight["passing"] if guard else None,
-        gold=Gold.from_json(flight["gold"]) if guard else None,
-    )
+    replay = tamper_corpus.replay_file(technique, [s], folder)
+    return tamper_corpus.replay_episode(replay, start, st, s, flight, guard=guard)
 
 
 def test_corpus_covers_the_attack_surface():
