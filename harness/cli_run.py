@@ -80,6 +80,12 @@ def add_parsers(sub) -> None:
     r.add_argument(
         "--json", action="store_true", help="print the summary as JSON instead of a table"
     )
+    r.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="a replay:FILE without a line for some (session, sample) of the run scores it as a "
+        "rollout of no actions (default: exit 2 naming them)",
+    )
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=_run)
 
@@ -138,6 +144,7 @@ def _run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         session_ids=args.session,
         executor=_executor(args),
+        allow_missing=args.allow_missing,
     )
     if args.json:
         print(json.dumps(summary, indent=2))

@@ -35,6 +35,7 @@ def run(
     progress: bool = True,
     session_ids: Sequence[str] | None = None,
     executor: str = "local",
+    allow_missing: bool = False,
 ) -> dict[str, Any]:
     """Run ``agents`` (spec strings) on ``suite``; return the summary (also written to summary.json).
 
@@ -42,6 +43,7 @@ def run(
     (``humaneval``: completions scored in the sandbox, where only ``samples`` matters).
     ``executor`` says where jobs run (harness.executors): ``local`` (this process's thread pool) or
     ``ray[:ADDRESS]`` (an existing Ray cluster); rows are written here either way.
+    ``allow_missing``: a ``replay:`` file may lack episodes of the run (each a rollout of no actions).
     Everything the caller gave is checked before anything runs (InputError); the run folder is held
     for the run's life (``RunFolder``: a second run on it is refused).
     """
@@ -55,6 +57,7 @@ def run(
         progress=progress,
         session_ids=list(session_ids) if session_ids else None,
         executor=executor,
+        allow_missing=allow_missing,
     )
     kind = kind_of(suite)
     _check_executor(kind, executor)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import executors, metrics
-from harness.agents import AgentContext, from_spec
+from harness.agents import AgentContext, check_plan, from_spec
 from harness.errors import InputError
 from harness.executors import Batch, ShippedFolder
 from harness.loop import preflight, run_episode
@@ -79,6 +79,10 @@ class SessionKind:
         try:
             for spec in agents:  # bad specs fail before anything runs
                 agent_objs.append(from_spec(spec, ctx))
+                ids = [s.session_id for s in sessions]
+                check_plan(
+                    agent_objs[-1], ids, settings.samples, allow_missing=settings.allow_missing
+                )
         except BaseException:
             for a in agent_objs:
                 a.close()

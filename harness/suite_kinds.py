@@ -31,6 +31,7 @@ class RunSettings:
     progress: bool = True
     session_ids: Sequence[str] | None = None
     executor: str = "local"  # where jobs run (harness.executors): local, ray[:ADDRESS], a plug-in
+    allow_missing: bool = False  # a replay file without a line for some episode: score it empty
 
 
 class OpenSuite(Protocol):

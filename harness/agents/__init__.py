@@ -117,6 +117,16 @@ def check_available(agent: Agent) -> None:
         check()
 
 
+def check_plan(
+    agent: Agent, session_ids: Sequence[str], samples: int, *, allow_missing: bool = False
+) -> None:
+    """An agent whose actions are fixed in advance (``replay:``) checks, before anything runs,
+    that it has them for every episode of the run (optional method ``check_plan``)."""
+    check = getattr(agent, "check_plan", None)
+    if check is not None:
+        check(session_ids, samples, allow_missing=allow_missing)
+
+
 def cursor_of(episode: Episode) -> Cursor | None:
     c = getattr(episode, "cursor", None)
     return c if isinstance(c, Cursor) else None

@@ -71,7 +71,10 @@ class ReplayAgent:
          "final_output": "...", "cursor": {"file": ..., "line": ..., "column": ..., "placement": ...}}
 
     ``sample`` defaults to 0; an action that is not a well-formed {"tool", "args"} object is replayed
-    as an invalid action, exactly as a model's malformed output would be.
+    as an invalid action, exactly as a model's malformed output would be. A line for a session the
+    suite does not hold, or for a (session, sample) already given, is an InputError naming them
+    (scored, it would be an empty rollout or the last line winning), and so is a run's episode the
+    file has no line for unless the run allows it (``check_plan``).
     """
 
     def __init__(self, path: str, ctx: AgentContext):
@@ -80,7 +83,11 @@ class ReplayAgent:
             raise InputError("replay file does not exist", where=path)
         self.spec = f"replay:{path}"
         self.fingerprint = hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+        self._path = path
         self._rows: dict[tuple[str, int], dict[str, Any]] = {}
+        lines: dict[tuple[str, int], int] = {}
+        known = {s.session_id for s in ctx.suite.sessions}
+        unknown, twice = [], []
         for n, line in text_lines(p):
             if not line.strip():
                 continue
@@ -99,7 +106,42 @@ class ReplayAgent:
             sample = row.get("sample", 0)
             if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
                 raise InputError("sample must be a non-negative integer", where=f"{path}:{n}")
-            self._rows[(row["session_id"], sample)] = row
+            key = (row["session_id"], sample)
+            if key[0] not in known:
+                unknown.append(f"{key[0]} (line {n})")
+            elif key in lines:
+                twice.append(f"{key[0]} sample {sample} (lines {lines[key]} and {n})")
+            lines[key] = n
+            self._rows[key] = row
+        problems = []
+        if unknown:
+            problems.append(f"sessions not in suite {ctx.suite.name}: {_some(unknown)}")
+        if twice:
+            problems.append(f"the same session and sample more than once: {_some(twice)}")
+        if problems:
+            raise InputError("; ".join(problems), where=path)
+
+    def check_plan(self, session_ids: Sequence[str], samples: int, *, allow_missing: bool) -> None:
+        """InputError naming the run's (session, sample) episodes this file has no line for: each
+        would be scored as a rollout of no actions. ``allow_missing``: so be it."""
+        if allow_missing:
+            return
+        missing, n_missing = [], 0
+        for sid in session_ids:
+            have = {n for s, n in self._rows if s == sid and n < samples}
+            if len(have) == samples:
+                continue
+            n_missing += samples - len(have)
+            first = [n for n in range(min(samples, len(have) + 3)) if n not in have]
+            more = ", ..." if samples - len(have) > len(first) else ""
+            label = "sample" if samples - len(have) == 1 else "samples"
+            missing.append(f"{sid} ({label} {', '.join(map(str, first))}{more})")
+        if missing:
+            raise InputError(
+                f"no line for {n_missing} of the run's {len(session_ids) * samples} episodes: "
+                f"{_some(missing)}; --allow-missing scores each as a rollout of no actions",
+                where=self._path,
+            )
 
     def start(self, task: TaskView, sample: int) -> ScriptedEpisode:
         row = self._rows.get((task.session_id, sample), {"actions": []})
@@ -133,6 +175,10 @@ class ReplayAgent:
 
     def close(self) -> None:
         pass
+
+
+def _some(items: list[str], most: int = 10) -> str:
+    return ", ".join(items[:most]) + (f" and {len(items) - most} more" if len(items) > most else "")
 
 
 def _replay(arg: str | None, ctx: AgentContext) -> ReplayAgent:
