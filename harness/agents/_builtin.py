@@ -13,6 +13,7 @@ from typing import Any
 from harness.agents import AgentContext, Decision, TaskView, register
 from harness.errors import InputError
 from harness.etai_format import Action, FinalAnswer, InvalidAction
+from harness.sandbox._runner import MAX_WORKSPACE_BYTES
 from harness.sessions import Cursor, text_lines
 
 
@@ -71,7 +72,8 @@ class ReplayAgent:
          "final_output": "...", "cursor": {"file": ..., "line": ..., "column": ..., "placement": ...}}
 
     ``sample`` defaults to 0; an action that is not a well-formed {"tool", "args"} object is replayed
-    as an invalid action, exactly as a model's malformed output would be. A line for a session the
+    as an invalid action, exactly as a model's malformed output would be, and so is a cursor that is
+    not a position (after the actions, where it is given). A line for a session the
     suite does not hold, or for a (session, sample) already given, is an InputError naming them
     (scored, it would be an empty rollout or the last line winning), and so is a run's episode the
     file has no line for unless the run allows it (``check_plan``).
@@ -159,22 +161,37 @@ class ReplayAgent:
                         "replayed action is not a {tool, args} object", json.dumps(a)[:200]
                     )
                 )
-        cursor = None
-        c = row.get("cursor")
-        if isinstance(c, dict):
-            try:
-                cursor = Cursor(
-                    str(c["file"]),
-                    int(c["line"]),
-                    int(c["column"]),
-                    str(c.get("placement", "before")),
-                )
-            except (KeyError, TypeError, ValueError):
-                cursor = None
+        cursor, problem = _cursor(row.get("cursor"))
+        if problem:  # given with the final answer, after the actions: the last step
+            decisions.append(InvalidAction(problem, json.dumps(row["cursor"])[:200]))
         return ScriptedEpisode(decisions, str(row.get("final_output", "")), cursor)
 
     def close(self) -> None:
         pass
+
+
+# No file of a sandbox's workspace has more lines, or characters in a line, than the workspace has
+# bytes: a position past that is no prediction (line 1e23 gave a cursor error of 1.8e24 px).
+MAX_POSITION = MAX_WORKSPACE_BYTES + 1
+
+
+def _cursor(c: Any) -> tuple[Cursor | None, str | None]:
+    """A replayed cursor, or the problem that makes it an invalid action (as a model's malformed
+    output is one): an object with a file, a line and a column (whole numbers in 1..MAX_POSITION)
+    and an optional placement, before or after."""
+    if c is None:
+        return None, None
+    what = "replayed cursor"
+    if not isinstance(c, dict) or not isinstance(c.get("file"), str):
+        return None, f"{what} is not an object with a file string"
+    for key in ("line", "column"):
+        v = c.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_POSITION:
+            return None, f"{what}: {key} must be a whole number in 1..{MAX_POSITION}, got {v!r}"
+    placement = c.get("placement", "before")
+    if placement not in ("before", "after"):
+        return None, f"{what}: placement must be 'before' or 'after', got {placement!r}"
+    return Cursor(c["file"], c["line"], c["column"], placement), None
 
 
 def _some(items: list[str], most: int = 10) -> str:

@@ -91,6 +91,32 @@ def validate(name: str, args: Any) -> str | None:
     except jsonschema.ValidationError as e:
         where = "/".join(str(p) for p in e.absolute_path) or "arguments"
         return f"bad arguments for {name} ({where}): {e.message}"
+    return _not_unicode(name, args, "")
+
+
+def _not_unicode(name: str, value: Any, where: str) -> str | None:
+    # A lone surrogate ("\ud800", which JSON can spell) is a str no file or pipe can carry as UTF-8:
+    # it would fail on its way to the sandbox and read as the machinery's fault (infra_error).
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            return (
+                f"bad arguments for {name} ({where or 'arguments'}): not Unicode text "
+                f"(a lone surrogate {value[e.start]!a} at index {e.start})"
+            )
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            found = _not_unicode(name, k, where) or _not_unicode(
+                name, v, f"{where}/{k}".lstrip("/")
+            )
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _not_unicode(name, v, f"{where}/{i}".lstrip("/"))
+            if found:
+                return found
     return None
 
 

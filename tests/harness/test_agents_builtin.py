@@ -87,3 +87,32 @@ def test_allow_missing_scores_a_missing_episode_as_no_actions(tmp_path, capsys):
         (0, 1, "failed"),
         (1, 0, "failed"),
     ]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_bad_agent_output_is_an_invalid_action_never_infra(tmp_path, capsys):
+    # A lone surrogate in an action's content, and replayed cursors at line 1e400 (a float Python
+    # reads as inf) and 1e23: each is the agent's malformed output, an invalid step; an infra_error
+    # row would be retried by every rerun, adding a row under the same cache key each time.
+    write = {"tool": "file_write", "args": {"file": "src/retry.js", "content": "\ud800"}}
+    cursor = '{"file": "src/retry.js", "line": %s, "column": 1}'
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(
+        json.dumps({"session_id": ONE, "sample": 0, "actions": [write]}) + "\n"
+        + f'{{"session_id": "{ONE}", "sample": 1, "actions": [], "cursor": {cursor % "1e400"}}}\n'
+        + f'{{"session_id": "{ONE}", "sample": 2, "actions": [], "cursor": {cursor % "1e23"}}}\n'
+    )  # fmt: skip
+    out = tmp_path / "run"
+    argv = [*_run(replay, out, "--samples", "3", sessions=(ONE,)), "--json"]
+    assert main(argv) == 0, capsys.readouterr().err
+    summary = json.loads(capsys.readouterr().out)["agents"][f"replay:{replay}"]
+    rows = sorted(read_rows(out / "results.jsonl"), key=lambda r: r["sample"])
+    assert [(r["status"], r["n_invalid"], r["cursor"]) for r in rows] == [
+        ("invalid_action", 1, None)
+    ] * 3
+    errors = [r["steps"][0]["error"] for r in rows]
+    assert "(content): not Unicode text (a lone surrogate '\\ud800' at index 0)" in errors[0]
+    assert errors[1] == "replayed cursor: line must be a whole number in 1..33554433, got inf"
+    assert errors[2] == "replayed cursor: line must be a whole number in 1..33554433, got 1e+23"
+    assert summary["cursor"]["n_missing"] == 3, "no cursor error from a position that is none"

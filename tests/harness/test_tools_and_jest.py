@@ -26,6 +26,18 @@ def test_validate_names_the_problem():
     assert "(timeout_s)" in tools.validate("jest_run", {"timeout_s": -1})
 
 
+def test_a_lone_surrogate_in_an_argument_is_a_named_problem():
+    # JSON spells it ("\\ud800"), Python holds it, no pipe to the sandbox carries it as UTF-8.
+    args = {"file": "src/a.js", "content": "ok \ud800 then"}
+    assert tools.validate("file_write", args) == (
+        "bad arguments for file_write (content): not Unicode text "
+        "(a lone surrogate '\\ud800' at index 3)"
+    )
+    edit = {"file": "src/a.js", "old": "x", "new": "\udfff"}
+    assert "(new): not Unicode text" in tools.validate("file_edit", edit)
+    assert tools.validate("file_write", {"file": "src/a.js", "content": "😀 é"}) is None
+
+
 def _record(tests, **file_fields):
     """The guard's record of tests/a.test.js as the Jest hosts send it (guard.js)."""
     return {
