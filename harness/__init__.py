@@ -30,15 +30,22 @@ def grading_digest() -> str:
     return _digest
 
 
-def version() -> str:
-    """The installed etai version; part of every result row's cache key."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as _v
+_version: str | None = None
 
-    try:
-        return _v("etai")
-    except PackageNotFoundError:
-        return "0+unknown"
+
+def version() -> str:
+    """The installed etai version; part of every result row's cache key. Read once: the lookup
+    scans the installed packages (half a millisecond), and a run asks twice per episode it plans."""
+    global _version
+    if _version is None:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as _v
+
+        try:
+            _version = _v("etai")
+        except PackageNotFoundError:
+            _version = "0+unknown"
+    return _version
 
 
 def run(*args: Any, **kwargs: Any):

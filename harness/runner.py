@@ -48,7 +48,7 @@ def run(
     for the run's life (``RunFolder``: a second run on it is refused).
     """
     settings = RunSettings(
-        samples=at_least_one("samples", samples),
+        samples=at_least_one("samples", samples, most=MAX_SAMPLES),
         workers=(os.cpu_count() or 1) if workers is None else at_least_one("workers", workers),
         k=k,
         max_steps=max_steps,
@@ -81,13 +81,20 @@ def _check_executor(kind, spec: str) -> None:
         )
 
 
-def at_least_one(name: str, value: Any) -> int:
+# Rollouts per session and agent: 100 times the largest pass@k a summary reports (suite_kinds.pass_ks).
+# A run plans every episode before the first starts; --samples 1000000000 would plan for hours.
+MAX_SAMPLES = 10_000
+
+
+def at_least_one(name: str, value: Any, *, most: int | None = None) -> int:
     from harness.errors import InputError
 
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"{name} must be a whole number (got {value!r})")
     if value < 1:
         raise InputError(f"{name} must be at least 1 (got {value})")
+    if most is not None and value > most:
+        raise InputError(f"{name} must be at most {most} (got {value})")
     return value
 
 
@@ -97,9 +104,9 @@ def execute(
     """Run jobs on a thread pool with a progress bar; Ctrl-C stops intake and reaps containers."""
     if not jobs:
         return
-    from tqdm import tqdm
+    from harness.progress import bar as progress_bar
 
-    bar = tqdm(total=len(jobs), desc=what, unit="job", disable=not progress, leave=False)
+    bar = progress_bar(len(jobs), what, enabled=progress, leave=False)
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="etai")
     futures: set[Future] = {pool.submit(work, *j) for j in jobs}
     try:

@@ -42,6 +42,20 @@ def add_parsers(sub) -> None:
     )
     r.set_defaults(func=_report)
 
+    v = sub.add_parser(
+        "view",
+        help="episode transcripts of runs: a static HTML file (--out) or a loopback server",
+        description="Show every episode of the run and training folders given: the list with "
+        "filters, each episode's steps, results, paths, cursor and verdict, and every agent on "
+        "one session side by side. --out writes one self-contained HTML file; otherwise a server "
+        "on --host (127.0.0.1) answers at the printed URL with these runs only.",
+    )
+    v.add_argument("runs", nargs="+", metavar="RUN", help="run folder or training folder")
+    v.add_argument("--out", metavar="FILE", help="write a static view.html and exit")
+    v.add_argument("--port", type=int, default=0, help="server port (default: a free one)")
+    v.add_argument("--host", default="127.0.0.1", help="server address (default 127.0.0.1)")
+    v.set_defaults(func=_view)
+
     g = sub.add_parser(
         "gate",
         help="check rules on a run, alone or against a baseline run; exit 0/1/2/3",
@@ -109,6 +123,16 @@ def _report(args: argparse.Namespace) -> int:
                 "(listed in the report)",
                 file=sys.stderr,
             )
+    return 0
+
+
+def _view(args: argparse.Namespace) -> int:
+    from reports import view
+
+    if args.out:
+        print(view.write(view.load_view(args.runs), args.out))
+        return 0
+    view.serve(args.runs, host=args.host, port=args.port)
     return 0
 
 

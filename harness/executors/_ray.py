@@ -76,11 +76,11 @@ class RayRun:
         nodes = self._nodes_for(batch.recipe)
         if not batch.jobs:
             return
-        from tqdm import tqdm
+        from harness.progress import bar as progress_bar
 
         ray = self.ray
         queue, inflight = deque(batch.jobs), {}
-        bar = tqdm(total=len(queue), desc=batch.what, unit="job", disable=not self.progress)
+        bar = progress_bar(len(queue), batch.what, enabled=self.progress)
         try:
             while queue or inflight:
                 for node in nodes:

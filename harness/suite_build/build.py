@@ -287,7 +287,7 @@ def _build(
     progress: bool,
     log: Callable[[str], None],
 ) -> dict[str, Any]:
-    from tqdm import tqdm
+    from harness.progress import bar as progress_bar
 
     name = project.name
     _snapshot(project, out / "base")
@@ -314,7 +314,7 @@ def _build(
                 kept_per[v["file"]] += 1
                 kept_per[(v["file"], v["function"])] += 1
         n_kept = sum(1 for v in done.values() if v["verdict"] == "kept")
-        bar = tqdm(total=opts.max_sessions or len(order), desc="mutants", disable=not progress)
+        bar = progress_bar(opts.max_sessions or len(order), "mutants", enabled=progress, unit="it")
         bar.update(min(n_kept, bar.total))
         rng = random.Random(opts.seed)
         for m in order:

@@ -134,6 +134,31 @@ def test_ctrl_c_removes_containers_and_keeps_rows(tmp_path, containers_of):
     )  # no half-killed episode written as a result
 
 
+def test_samples_are_bounded_before_anything_is_planned(tmp_path, capsys, sandbox_starts):
+    # Every episode is planned before the first runs: a billion samples was minutes of a spinning
+    # core before any output. Refused at once, naming the bound; the largest allowed plans fast.
+    out = tmp_path / "run"
+    t0 = time.monotonic()
+    args = ["run", "--suite", "jest-bugfix", "--agent", "noop", "--out", str(out), "--no-progress"]
+    assert main([*args, "--samples", "1000000000"]) == 2
+    assert "samples must be at most 10000 (got 1000000000)" in capsys.readouterr().err
+    assert time.monotonic() - t0 < 5 and not out.exists() and sandbox_starts == []
+
+
+def test_progress_without_a_terminal_is_lines_not_carriage_returns(tmp_path):
+    # stderr is a pipe here, as in CI: each frame a line of its own, the last one how far it got.
+    out = tmp_path / "run"
+    args = ["run", "--suite", "jest-bugfix", "--agent", "noop", "--session", SOME[0],
+            "--samples", "2", "--out", str(out)]  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args], capture_output=True, timeout=300
+    )
+    err = p.stderr.decode()  # bytes as written: text mode would turn each \r into \n
+    assert p.returncode == 0, err
+    assert "\r" not in err
+    assert "episodes: 100%|" in err and "| 2/2 [" in err, err
+
+
 def test_reference_broken_is_reported_and_excluded(tmp_path, capsys, make_suite):
     def break_it(s):
         if (

@@ -1,9 +1,11 @@
 """Open a page in Debian's chromium, headless, over the Chrome DevTools Protocol: what loaded,
-what the console said, and a screenshot. Used by test_render.py; no other test needs a browser."""
+what the console said, and a screenshot (``open_page``, test_render.py), or drive it step by step
+(``browser``: test_view.py clicks through the viewer; bench/view_bench.py times it)."""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -12,6 +14,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,8 +74,70 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def open_page(path: Path, *, width: int = 1280, height: int = 1700) -> Page:
-    """Load ``path`` in a fresh headless chromium, wait for the load event and every image's decode."""
+class Tab:
+    """One page of a running headless chromium, driven over CDP (see ``browser``)."""
+
+    def __init__(self, cdp: _Cdp, session: str):
+        self.cdp, self.s = cdp, session
+
+    def navigate(self, url: str) -> None:
+        self.cdp.events = [e for e in self.cdp.events if e.get("method") != "Page.loadEventFired"]
+        self.cdp.call("Page.navigate", self.s, url=url)
+        self.cdp.wait_for("Page.loadEventFired")
+
+    def eval(self, expression: str, timeout: float = 60) -> Any:
+        """The value of a JS expression (a promise is awaited); a JS exception raises here."""
+        reply = self.cdp.call(
+            "Runtime.evaluate",
+            self.s,
+            timeout=timeout,
+            expression=expression,
+            awaitPromise=True,
+            returnByValue=True,
+        )
+        if "exceptionDetails" in reply:
+            raise RuntimeError(f"{expression[:80]}: {reply['exceptionDetails']}")
+        return reply["result"].get("value")
+
+    def wait(self, condition: str, timeout: float = 30) -> None:
+        """Poll a JS condition until it holds."""
+        deadline = time.monotonic() + timeout
+        while not self.eval(f"!!({condition})"):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"never true: {condition}")
+            time.sleep(0.05)
+
+    def screenshot(self) -> bytes:
+        return base64.b64decode(
+            self.cdp.call("Page.captureScreenshot", self.s, format="png")["data"]
+        )
+
+    def console_errors(self) -> list[str]:
+        """Console errors and warnings, uncaught exceptions and browser log errors so far."""
+        errors = []
+        for e in self.cdp.events:
+            p = e.get("params", {})
+            if e.get("method") == "Runtime.consoleAPICalled" and p.get("type") in (
+                "error",
+                "assert",
+                "warning",
+            ):
+                errors.append(
+                    " ".join(str(a.get("value", a.get("description"))) for a in p.get("args", []))
+                )
+            elif e.get("method") == "Runtime.exceptionThrown":
+                errors.append(p["exceptionDetails"].get("text", "exception"))
+            elif e.get("method") == "Log.entryAdded" and p["entry"]["level"] in (
+                "error",
+                "warning",
+            ):
+                errors.append(p["entry"]["text"])
+        return errors
+
+
+@contextlib.contextmanager
+def browser(*, width: int = 1280, height: int = 1700) -> Iterator[Tab]:
+    """A fresh headless chromium with one blank tab; the whole browser is gone on exit."""
     exe = chromium()
     if exe is None:
         raise RuntimeError("no chromium: `make browser` installs Debian's")
@@ -121,44 +186,24 @@ def open_page(path: Path, *, width: int = 1280, height: int = 1700) -> Page:
                 deviceScaleFactor=1,
                 mobile=False,
             )
-            cdp.call("Page.navigate", s, url=path.resolve().as_uri())
-            cdp.wait_for("Page.loadEventFired")
-            images = cdp.call(
-                "Runtime.evaluate", s, expression=_IMAGES, awaitPromise=True, returnByValue=True
-            )["result"]["value"]
-            info = cdp.call(
-                "Runtime.evaluate",
-                s,
-                returnByValue=True,
-                expression=(
-                    "({title: document.title, sections: [...document.querySelectorAll('section')].map(x => x.id)})"
-                ),
-            )["result"]["value"]
-            shot = base64.b64decode(cdp.call("Page.captureScreenshot", s, format="png")["data"])
-            errors = []
-            for e in cdp.events:
-                p = e.get("params", {})
-                if e.get("method") == "Runtime.consoleAPICalled" and p.get("type") in (
-                    "error",
-                    "assert",
-                    "warning",
-                ):
-                    errors.append(
-                        " ".join(
-                            str(a.get("value", a.get("description"))) for a in p.get("args", [])
-                        )
-                    )
-                elif e.get("method") == "Runtime.exceptionThrown":
-                    errors.append(p["exceptionDetails"].get("text", "exception"))
-                elif e.get("method") == "Log.entryAdded" and p["entry"]["level"] in (
-                    "error",
-                    "warning",
-                ):
-                    errors.append(p["entry"]["text"])
-            cdp.ws.close()
-            return Page(info["title"], info["sections"], images, errors, shot)
+            try:
+                yield Tab(cdp, s)
+            finally:
+                cdp.ws.close()
         finally:
             _end_group(proc)
+
+
+def open_page(path: Path, *, width: int = 1280, height: int = 1700) -> Page:
+    """Load ``path`` in a fresh headless chromium, wait for the load event and every image's decode."""
+    with browser(width=width, height=height) as tab:
+        tab.navigate(path.resolve().as_uri())
+        images = tab.eval(_IMAGES)
+        info = tab.eval(
+            "({title: document.title, sections: [...document.querySelectorAll('section')].map(x => x.id)})"
+        )
+        shot = tab.screenshot()
+        return Page(info["title"], info["sections"], images, tab.console_errors(), shot)
 
 
 def _end_group(proc: subprocess.Popen) -> None:
