@@ -1,7 +1,7 @@
 """`etai`: a thin command line over the Python API. The only place errors become exit codes.
 
 Exit codes: 0 success, 1 a gate or check failed, 2 bad input (nothing run or written),
-3 infrastructure error (Docker, image, server), 130 interrupted.
+3 infrastructure error (Docker, image, server), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="etai",
         description="Execution-aware evaluation of coding agents: replay IDE sessions in hardened "
         "Docker sandboxes and score Path Accuracy@k, pass@k and cursor error.",
-        epilog="Exit codes: 0 ok, 1 gate/check failed, 2 bad input, 3 infrastructure error, 130 interrupted.",
+        epilog="Exit codes: 0 ok, 1 gate/check failed, 2 bad input, 3 infrastructure error, "
+        "130 interrupted, 143 terminated (SIGTERM).",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -128,19 +129,18 @@ COMMANDS = Registry("command", group="etai.commands")
 
 
 def main(argv: list[str] | None = None) -> int:
+    from harness.interrupts import interrupted, sigterm_as_interrupt
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with sigterm_as_interrupt():  # SIGTERM stops as Ctrl-C does (harness/interrupts.py)
+            return int(args.func(args) or 0)
     except EtaiError as e:
         print(f"etai: error: {e}", file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print(
-            "etai: interrupted; containers of this run removed, rows written so far kept",
-            file=sys.stderr,
-        )
-        return 130
+    except KeyboardInterrupt as e:
+        return interrupted(e)
 
 
 if __name__ == "__main__":

@@ -296,6 +296,8 @@ def _build(
     deps = node_modules(out / "base", log=log)
     limits = Limits(memory_mb=2048, timeout_s=opts.timeout_s, env=opts.env, node_modules=str(deps))
     write_text_atomic(out / "suite.yaml", _suite_yaml(name, opts))
+    # What a killed build left (its process gone, its container labelled), as a run's prepare does.
+    provider(opts.sandbox).prune()
     box = Box(opts.sandbox, out / "base", limits)
     try:
         base_file = out / "baseline.json"

@@ -188,3 +188,58 @@ def test_a_mutant_run_reaches_only_the_test_files_that_depend_on_the_mutated_fil
         assert ran(["src/lonely.js"]) == []
         whole = from_runner(sb.request("jest", {"timeout_ms": 60000}, timeout=60))
         assert whole.num_test_files == 3 and whole.status.value == "passed"
+
+
+def test_sigterm_stops_a_build_as_ctrl_c_and_a_resumed_build_removes_a_killed_ones_container(
+    tmp_path, make_project, containers_of, image
+):
+    """SIGTERM (a scheduler, `docker stop`, CI cancellation): the build's container removed, the
+    verdicts kept, exit 143. SIGKILL leaves its container, labelled with the dead process: the
+    resumed build removes it before it starts its own."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    project = make_project(
+        tmp_path / "proj",
+        {
+            "src/calc.js": "exports.add = (a, b) => a + b;\nexports.sub = (a, b) => a - b;\n",
+            "tests/calc.test.js": "const { add, sub } = require('../src/calc');\n"
+            "test('adds', () => expect(add(2, 3)).toBe(5));\n"
+            "test('subtracts', () => expect(sub(5, 3)).toBe(2));\n",
+        },
+    )
+    (project / "package-lock.json").write_text(
+        json.dumps({"name": "proj", "lockfileVersion": 3, "packages": {"": {"name": "proj"}}})
+    )
+    out = tmp_path / "suite"
+    argv = ["suite", "build", str(project), "--out", str(out), "--no-progress", "--max", "1"]
+
+    def started() -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "harness.cli", *argv],
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+
+    # Stopped once its sandbox runs the baseline (the line comes after the sandbox started).
+    p = started()
+    while not (line := p.stderr.readline()).startswith("baseline:"):
+        assert line, f"exit {p.wait()} before the baseline"
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=120) == 143
+    err = p.stderr.read()
+    assert "etai: terminated (SIGTERM); containers of this run removed" in err, err
+    assert "Traceback" not in err and containers_of(p.pid) == []
+    assert not (out / "mutants.jsonl").exists() or (out / "mutants.jsonl").read_text()[-1:] == "\n"
+
+    killed = started()
+    deadline = time.monotonic() + 300
+    while not containers_of(killed.pid):
+        assert killed.poll() is None and time.monotonic() < deadline, killed.stderr.read()
+        time.sleep(0.2)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    assert containers_of(killed.pid), "SIGKILL leaves the container"
+    assert main(argv) == 0
+    assert containers_of(killed.pid) == [], "the resumed build pruned it"
+    assert len(load_suite(out).sessions) == 1
