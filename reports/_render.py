@@ -1,6 +1,7 @@
 """A Comparison as a document: one list of sections (text, tables, a figure each), written as
 Markdown (figures as PNG files beside it), as one self-contained HTML page (figures inlined as
-data: URIs, no script, no outside resource) or as JSON (the numbers only)."""
+data: URIs, no script, no outside resource) or as JSON (the numbers only). Beside the Markdown
+and HTML goes the viewer's view.html (reports/view), which their per-session tables link into."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 from reports._compare import Comparison
 from reports._figures import FIGURES
 from reports._load import STATUSES
+from reports._sessions import VIEW, Link, Links, links_of
 
 FORMATS = ("md", "html", "json")
 
@@ -23,7 +25,9 @@ class Section:
     id: str
     title: str
     text: list[str] = field(default_factory=list)
-    tables: list[tuple[list[str], list[list[str]]]] = field(default_factory=list)
+    tables: list[tuple[list[str], list[list[Any]]]] = field(
+        default_factory=list
+    )  # str or Link cells
     figure: str | None = None
 
 
@@ -41,11 +45,14 @@ def _ci(cell: dict[str, Any], digits: int = 3) -> str:
     return f"{_f(cell['value'], digits)} [{_f(cell['lo'], digits)}, {_f(cell['hi'], digits)}]"
 
 
-def sections(c: Comparison) -> list[Section]:
+def sections(c: Comparison, links: Links | None = None) -> list[Section]:
+    """Every section of a comparison; ``links``: its episodes' ids in the view.html beside it."""
+    from reports._sessions import session_sections
+
     if c.kind != "sessions":
         from reports._suites import task_sections
 
-        return task_sections(c)
+        return task_sections(c) + session_sections(c, links)
     runs = Section(
         "runs",
         "Runs",
@@ -298,11 +305,26 @@ def sections(c: Comparison) -> list[Section]:
         train.tables.append(
             (cols, [[_f(v) for v in row] for row in c.training.itertuples(index=False)])
         )
-    return [runs, agents, curve, intents, status, cur, steps, pairs, train]
+    return [runs, agents, curve, intents, status, cur, steps, pairs, train] + session_sections(
+        c, links
+    )
 
 
-def _md_table(heads: list[str], rows: list[list[str]]) -> list[str]:
-    esc = [[cell.replace("|", "\\|") for cell in r] for r in [heads, *rows]]
+def _md_cell(cell: str | Link) -> str:
+    if isinstance(cell, Link):
+        text = cell.text.replace("[", "\\[").replace("]", "\\]")
+        return f"[{text}]({cell.href})".replace("|", "\\|")
+    return cell.replace("|", "\\|")
+
+
+def _html_cell(cell: str | Link) -> str:
+    if isinstance(cell, Link):
+        return f'<a href="{html.escape(cell.href)}">{html.escape(cell.text)}</a>'
+    return html.escape(cell)
+
+
+def _md_table(heads: list[str], rows: list[list[str | Link]]) -> list[str]:
+    esc = [[_md_cell(cell) for cell in r] for r in [heads, *rows]]
     return [
         "| " + " | ".join(esc[0]) + " |",
         "|" + "---|" * len(heads),
@@ -346,7 +368,9 @@ def to_html(secs: list[Section], figures: dict[str, bytes]) -> str:
                 "<table><thead><tr>"
                 + "".join(f"<th>{e(h)}</th>" for h in heads)
                 + "</tr></thead><tbody>"
-                + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
+                + "".join(
+                    "<tr>" + "".join(f"<td>{_html_cell(c)}</td>" for c in r) + "</tr>" for r in rows
+                )
                 + "</tbody></table>"
             )
         body.append("\n".join(part) + "</section>")
@@ -396,19 +420,19 @@ def to_json(c: Comparison | list[Comparison]) -> dict[str, Any]:
 
 
 def document(
-    c: Comparison | list[Comparison], draw: bool
+    c: Comparison | list[Comparison], draw: bool, links: Links | None = None
 ) -> tuple[list[Section], dict[str, bytes]]:
     """The sections and figures of one comparison, or of several suites (``--by suite``): the
     model × suite matrix first, then each suite's sections, their ids prefixed with its name."""
     if not isinstance(c, list):
-        secs = sections(c)
+        secs = sections(c, links)
         used = {s.figure for s in secs if s.figure}
         return secs, {f: d(c) for f, _, d in FIGURES if f in used} if draw else {}
     from reports._suites import matrix, slug
 
     secs, figures = [matrix(c)], {}
     for x in c:
-        own, drawn = document(x, draw)
+        own, drawn = document(x, draw, links)
         p = slug(x.suite)
         for s in own:
             s.id, s.title = f"{p}-{s.id}", f"{x.suite}: {s.title}"
@@ -427,7 +451,15 @@ def write(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
-    secs, figures = document(c, bool({"md", "html"} & set(formats)))
+    links = None
+    if {"md", "html"} & set(formats):  # the viewer beside the report, its sessions linked into it
+        from reports import view
+
+        runs = dict.fromkeys(r["path"] for x in (c if isinstance(c, list) else [c]) for r in x.runs)
+        v = view.load_view(list(runs))
+        written["view"] = view.write(v, out / VIEW)
+        links = links_of(v)
+    secs, figures = document(c, bool({"md", "html"} & set(formats)), links)
     if "md" in formats:
         (out / "figures").mkdir(exist_ok=True)
         paths = {}

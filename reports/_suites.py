@@ -142,18 +142,6 @@ def task_sections(c: Comparison) -> list[Section]:
             )
         ],
     )
-    per = c.rows.groupby(["session_id", "arm"], observed=True)["passed"].agg(["sum", "size"])
-    tasks = Section(
-        "tasks",
-        "Every task",
-        text=["Samples passed of each task, per arm."],
-        tables=[
-            (
-                ["task", *c.arms],
-                [[t, *(_passed(per, t, a) for a in c.arms)] for t in c.sessions],
-            )
-        ],
-    )
     pairs = Section(
         "pairwise",
         "Pairwise comparison (paired tests)",
@@ -168,16 +156,8 @@ def task_sections(c: Comparison) -> list[Section]:
             )
         ],
     )
-    return [runs, agents, statuses, tasks, pairs]
+    return [runs, agents, statuses, pairs]
 
 
 def _yes(r: dict) -> str:
     return "yes" if r["complete"] else "NO" + ("" if r["has_summary"] else " (no summary.json)")
-
-
-def _passed(per, task: str, arm: str) -> str:
-    try:
-        n, size = per.loc[(task, arm)]
-    except KeyError:
-        return "–"
-    return f"{int(n)}/{int(size)}"

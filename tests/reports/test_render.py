@@ -27,6 +27,8 @@ SECTIONS = [
     "steps-to-green",
     "pairwise",
     "training",
+    "sessions",
+    "changes",
 ]
 TITLES = [
     "Runs",
@@ -38,8 +40,10 @@ TITLES = [
     "Steps to green",
     "Pairwise comparison (paired tests)",
     "Metrics vs training step",
+    "Every session",
+    "Sessions whose status changed",
 ]
-FIGURES = [s for s in SECTIONS if s not in ("runs", "agents")]
+FIGURES = [s for s in SECTIONS if s not in ("runs", "agents", "sessions", "changes")]
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -107,6 +111,8 @@ def test_report_on_two_agents_of_the_bundled_suite(bundled_run, tmp_path):
         "| oracle | noop | 14 | 14 | 0 | exact McNemar | 0.0001221 | 3 | +1.000 [+1.000, +1.000] |"
         in md
     )
+    # noop fails every session oracle passes, each linked to its episode in view.html
+    assert md.count("| broken by noop |") == 14 and (out / "view.html").exists()
     assert not (out / "report.json").exists()
     _report([bundled_run], tmp_path / "json", "json")
     data = json.loads((tmp_path / "json" / "report.json").read_text())

@@ -93,7 +93,8 @@ def test_report_and_gate_on_an_etai_humaneval_folder(tmp_path, capsys):
     md = (tmp_path / "rep" / "report.md").read_text()
     # pass@2: each task passed at least once in its 2 samples
     assert f"| samples:s.jsonl | 2 | 4 | {THREE_OF_FOUR} | 1.000 [1.000, 1.000] |" in md
-    assert "| HumanEval/1 | 1/2 |" in md and "## Every task" in md
+    assert "## Every task" in md  # each task's outcome, linked to its episode in the viewer
+    assert "| [HumanEval/1](view.html#s/HumanEval%2F1) | [1/2 passed](view.html#e/2) |" in md
     assert "Path Accuracy" not in md and (tmp_path / "rep" / "figures" / "statuses.png").exists()
     assert _etai("gate", run, "--rule", "pass@1>=0.5", "--rule", "pass@2>=0.9") == 0
     assert _etai("gate", run, "--rule", "pass@1>=0.8") == 1
@@ -216,7 +217,7 @@ def test_two_models_by_three_suites(tmp_path, make_run, make_row, capsys):
     for fig in ("jest-bugfix-pa-curve", "humaneval-statuses", "redux-cursor"):
         assert (out / "figures" / f"{fig}.png").exists()
     page = (out / "report.html").read_text()
-    assert '<section id="suites">' in page and '<section id="humaneval-tasks">' in page
+    assert '<section id="suites">' in page and '<section id="humaneval-sessions">' in page
 
     # per-suite gate rules over the three runs at once; a rule without a suite applies to each
     junit = tmp_path / "g.xml"
@@ -240,6 +241,54 @@ def test_two_models_by_three_suites(tmp_path, make_run, make_row, capsys):
     assert _etai("gate", *runs, "--agent", "oracle", "--rule", "mbpp:pass@1>=0.5") == 2
     assert "no candidate run is of suite 'mbpp'" in capsys.readouterr().err
     assert "humaneval/HumanEval/0" in junit.read_text()
+
+
+def test_sessions_link_to_the_viewer_and_changes_are_named(tmp_path, make_run, make_row):
+    """A baseline and a candidate run of one agent: each session's outcome links to its episode in
+    the view.html written beside the report, and the sessions whose status changed are named."""
+    base = make_run(
+        tmp_path / "base",
+        [
+            make_row("s1", "m", "passed", steps_to_green=1),
+            make_row("s2", "m", "passed", steps_to_green=2),
+            make_row("s3", "m", "failed"),
+        ],
+    )
+    cand = make_run(
+        tmp_path / "cand",
+        [
+            make_row("s1", "m", "passed", steps_to_green=1),
+            make_row("s2", "m", "tampered"),
+            make_row("s3", "m", "passed", steps_to_green=3),
+        ],
+    )
+    out = tmp_path / "rep"
+    assert _etai("report", base, cand, "--out", out) == 0
+    md = (out / "report.md").read_text()
+    changed = md.split("## Sessions whose status changed")[1]
+    assert changed.count("| base/m | cand/m |") == 2
+    assert (
+        "[s2](view.html#s/s2) | [passed](view.html#e/1) | [tampered](view.html#e/4) | broken by cand/m |"
+        in changed
+    )
+    assert (
+        "[s3](view.html#s/s3) | [failed](view.html#e/2) | [passed](view.html#e/5) | fixed by cand/m |"
+        in changed
+    )
+    assert "s1" not in changed
+    # the ids are those of view.html's own index: episode 4 is the candidate's s2
+    page = (out / "view.html").read_text()
+    index = json.loads(page.split('id="etai-index">')[1].split("</script>")[0])
+    col = {c: i for i, c in enumerate(index["columns"])}
+    four = index["rows"][4]
+    assert (four[col["run"]], four[col["session"]], four[col["status"]]) == (
+        "cand",
+        "s2",
+        "tampered",
+    )
+    assert 'href="view.html#e/4"' in (out / "report.html").read_text()
+    assert _etai("report", base, cand, "--out", tmp_path / "j", "--format", "json") == 0
+    assert not (tmp_path / "j" / "view.html").exists()  # numbers only: nothing to link
 
 
 @pytest.mark.parametrize("flag", ["--by", "--format"])
@@ -271,7 +320,8 @@ def test_report_and_gate_on_a_real_etai_humaneval_run(tmp_path, image):
     md = (tmp_path / "D" / "report.md").read_text()
     # HumanEval/0 has two samples, HumanEval/2 one: pass@1 over 3 samples, no pass@2
     assert "| samples:s.jsonl | 2 | 3 | 0.667 [0.208, 0.939] |" in md
-    assert "| HumanEval/0 | 1/2 |" in md and "| HumanEval/2 | 1/1 |" in md
+    assert "| [HumanEval/0](view.html#s/HumanEval%2F0) | [1/2 passed](view.html#e/0) |" in md
+    assert "| [HumanEval/2](view.html#s/HumanEval%2F2) | [passed](view.html#e/2) |" in md
     assert etai("gate", str(tmp_path / "R"), "--rule", "pass@1>=0.5").returncode == 0
     failed = etai("gate", str(tmp_path / "R"), "--rule", "pass@1>=0.7", "--rule", "failed==0")
     assert failed.returncode == 1 and "failed = 1 (fails == 0)" in failed.stdout
