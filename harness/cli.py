@@ -129,11 +129,13 @@ COMMANDS = Registry("command", group="etai.commands")
 
 
 def main(argv: list[str] | None = None) -> int:
+    from harness.cli_outputs import check_outputs
     from harness.interrupts import interrupted, sigterm_as_interrupt
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        check_outputs(args)  # files and folders a command writes at its end, before its work
         with sigterm_as_interrupt():  # SIGTERM stops as Ctrl-C does (harness/interrupts.py)
             return int(args.func(args) or 0)
     except EtaiError as e:

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,35 @@ def copy_suite(root: Path, ids: list[str], mutate=None) -> Path:
 def make_suite():
     """The suite writer: make_suite(root, session_ids, mutate=None)."""
     return copy_suite
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """Mount a small tmpfs: tmpfs(path, size="64k", ro=False); unmounted at teardown."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (make test runs as root)")
+    mounted: list[Path] = []
+
+    def mount(path: Path, size: str = "64k", ro: bool = False) -> Path:
+        path.mkdir(parents=True)
+        subprocess.run(
+            [
+                "mount",
+                "-t",
+                "tmpfs",
+                "-o",
+                f"size={size}" + (",ro" if ro else ""),
+                "tmpfs",
+                str(path),
+            ],
+            check=True,
+        )
+        mounted.append(path)
+        return path
+
+    yield mount
+    for p in reversed(mounted):
+        subprocess.run(["umount", "-l", str(p)], check=False)
 
 
 @pytest.fixture

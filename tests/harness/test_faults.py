@@ -86,35 +86,6 @@ def _run_main(capsys, args: list[str]) -> tuple[int, str]:
     return rc, capsys.readouterr().err
 
 
-@pytest.fixture
-def tmpfs(tmp_path):
-    """Mount a small tmpfs: tmpfs(path, size="64k", ro=False); unmounted at teardown."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root (make test runs as root)")
-    mounted: list[Path] = []
-
-    def mount(path: Path, size: str = "64k", ro: bool = False) -> Path:
-        path.mkdir(parents=True)
-        subprocess.run(
-            [
-                "mount",
-                "-t",
-                "tmpfs",
-                "-o",
-                f"size={size}" + (",ro" if ro else ""),
-                "tmpfs",
-                str(path),
-            ],
-            check=True,
-        )
-        mounted.append(path)
-        return path
-
-    yield mount
-    for p in reversed(mounted):
-        subprocess.run(["umount", "-l", str(p)], check=False)
-
-
 # ---------------------------------------------------------------------------- the engine
 class EngineProxy:
     """A unix socket that forwards to the real engine's; ``down()`` is the engine stopping."""
