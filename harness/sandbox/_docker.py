@@ -33,7 +33,10 @@ NO_IPC = {
     "fs.mqueue.queues_max": "0",
 }
 REUSES = 50  # episodes one container may hold in turn before the pool removes it
-_LIVE: set[str] = set()  # containers this process created and has not removed yet
+_LIVE: set[str] = set()  # containers this process created (or is creating) and has not removed
+# Bumped by every reap: a container whose creation a reap overlapped is removed as it comes up
+# (the engine may create it after the reap's removal of its name answered "not found").
+_REAPS = [0]
 _client = None
 _client_lock = threading.Lock()
 
@@ -111,6 +114,10 @@ def create_container(
             Mount("/scratch/ws/node_modules", limits.node_modules, type="bind", read_only=True)
         )
         env["ETAI_DEPS_READONLY"] = "1"  # the guard trusts them as it trusts Jest's own
+    # Named before the engine hears of it, so a reap (Ctrl-C, SIGTERM, exit) that comes while it
+    # is being created removes it too.
+    reaps = _REAPS[0]
+    _LIVE.add(name)
     try:
         c = client().containers.run(
             image,
@@ -143,13 +150,16 @@ def create_container(
             environment=env,
         )
     except docker.errors.ImageNotFound as e:
+        _LIVE.discard(name)
         raise InfraError(f"sandbox image {image} is missing; run `etai image build`") from e
     except docker.errors.APIError as e:
         kill_and_remove(name)  # a container that was created but failed to start
         raise InfraError(f"docker could not start a sandbox: {e.explanation or e}") from e
     except _engine_errors() as e:  # if it was created all the same, the next run's prune removes it
         raise _no_engine("could not start a sandbox", e) from e
-    _LIVE.add(name)  # removed at exit even if the caller is interrupted before its finally
+    if _REAPS[0] != reaps:  # this process is stopping its sandboxes: this one too
+        kill_and_remove(name)
+        raise InfraError("sandboxes are being stopped (interrupted); this one was removed")
     return c, name
 
 
@@ -207,6 +217,7 @@ class DockerSandbox(RunnerSandbox):
 
 @atexit.register
 def _reap_own() -> None:
+    _REAPS[0] += 1
     for name in list(_LIVE):
         try:
             kill_and_remove(name)

@@ -228,6 +228,45 @@ def test_listing_and_pruning_survive_containers_removed_meanwhile(image):
     assert not set(names) & set(_docker.leftovers())
 
 
+REAP_DURING_CREATE = """
+import os, sys, threading
+from harness.errors import InfraError
+from harness.sandbox import Limits, _docker
+got = {}
+def create():
+    try:
+        got["container"] = _docker.create_container(sys.argv[1], Limits(memory_mb=128))[1]
+    except InfraError as e:
+        got["error"] = str(e)
+t = threading.Thread(target=create)
+t.start()
+reaps = 0
+while t.is_alive():  # as Ctrl-C or SIGTERM would, while the engine is creating the container
+    _docker._reap_own()
+    reaps += 1
+print(reaps, got, _docker.leftovers(owner_pid=os.getpid()))
+"""
+
+
+@pytest.mark.docker
+def test_a_sandbox_being_created_when_its_process_stops_them_is_removed(image, containers_of):
+    """A reap (Ctrl-C, SIGTERM, exit) that comes while a container is being created removes it as
+    it comes up, instead of leaving it for a later run's prune. In a process of its own: a reap
+    removes every sandbox of its process."""
+    p = subprocess.Popen(
+        [sys.executable, "-c", REAP_DURING_CREATE, image],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stdout, stderr = p.communicate(timeout=120)  # a hang guard, not a speed claim
+    assert p.returncode == 0, stderr
+    reaps, rest = stdout.split(" ", 1)
+    assert int(reaps) > 0 and "'error'" in rest and "interrupted" in rest, stdout
+    assert rest.rstrip().endswith("[]"), stdout  # nothing left, seen from inside the process
+    assert containers_of(p.pid) == []
+
+
 def test_engine_absent_at_start_exits_3_and_writes_nothing(tmp_path):
     out = tmp_path / "run"
     p = _etai(_run_args(out, agent="noop"), DOCKER_HOST=f"unix://{tmp_path}/no-engine.sock")
