@@ -4,6 +4,10 @@
     c = reports.compare(df)                         # per-arm metrics with 95% CIs, pairwise tests
     reports.write_report(c, "out/")                 # report.md + report.html (+ report.json)
     result = reports.gate("runs/a", ["pass@1>=0.6"], baseline="runs/b")
+    result = reports.gate(["runs/a", "runs/he"], ["humaneval:pass@1>=0.6", "jest-bugfix:pa@3>=0.5"])
+
+Every suite kind reads here under its own metric names (reports/_kinds.py); several suites side by
+side: ``reports._suites.by_suite(paths)``; episode transcripts: ``reports.view``.
 
 Cheap to import: pandas, numpy and matplotlib load on first use.
 """

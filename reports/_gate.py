@@ -248,14 +248,7 @@ def gate(
     parsed = [r if isinstance(r, Rule) else parse_rule(r, alpha) for r in rules]
     if not parsed:
         raise InputError("no rules: give --rule EXPR (repeatable) or --config gate.yaml")
-    cands = [candidate] if isinstance(candidate, (str, Path)) else list(candidate)
-    bases = (
-        []
-        if baseline is None
-        else [baseline]
-        if isinstance(baseline, (str, Path))
-        else list(baseline)
-    )
+    cands, bases = _many(candidate), _many(baseline)
     if any(r.against_baseline for r in parsed) and not bases:
         raise InputError("a rule compares with the baseline, but no --baseline run was given")
     runs = [(c, load(c)) for c in cands]
@@ -296,6 +289,10 @@ def gate(
         sessions,
         incomplete,
     )
+
+
+def _many(paths: str | Path | Sequence[str | Path] | None) -> list[str | Path]:
+    return [] if paths is None else [paths] if isinstance(paths, (str, Path)) else list(paths)
 
 
 def _names(df: pd.DataFrame) -> set[str]:

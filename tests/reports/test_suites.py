@@ -325,3 +325,88 @@ def test_report_and_gate_on_a_real_etai_humaneval_run(tmp_path, image):
     assert etai("gate", str(tmp_path / "R"), "--rule", "pass@1>=0.5").returncode == 0
     failed = etai("gate", str(tmp_path / "R"), "--rule", "pass@1>=0.7", "--rule", "failed==0")
     assert failed.returncode == 1 and "failed = 1 (fails == 0)" in failed.stdout
+
+
+@pytest.fixture(scope="module")
+def real_runs(tmp_path_factory, image) -> list[Path]:
+    """oracle and noop on three real suites: two bundled sessions, two HumanEval tasks, and a
+    suite of two sessions `etai suite build` makes from ../shared/realrepos/redux (about 1 min)."""
+    import runpy
+
+    from etai_cmd import etai
+
+    root = tmp_path_factory.mktemp("suites")
+    script = Path(__file__).resolve().parents[2] / "scripts" / "real_suites.py"
+    redux = runpy.run_path(str(script))["find_realrepos"]() / "redux"
+    p = etai(
+        "suite",
+        "build",
+        str(redux),
+        "--out",
+        str(root / "redux-suite"),
+        "--max",
+        "2",
+        "--no-progress",
+    )
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    runs = []
+    for name, suite, ids in (
+        ("bundled", "jest-bugfix", ["profile-display-name-null", "paginate-page-size-off-by-one"]),
+        ("humaneval", "humaneval", ["HumanEval/0", "HumanEval/2"]),
+        ("redux", str(root / "redux-suite"), []),
+    ):
+        sessions = [x for s in ids for x in ("--session", s)]
+        agents = ["--agent", "oracle", "--agent", "noop"]
+        p = etai(
+            "run", "--suite", suite, *agents, *sessions, "--out", str(root / name), "--no-progress"
+        )
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+        runs.append(root / name)
+    return runs
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_two_models_by_three_real_suites(real_runs, tmp_path):
+    from etai_cmd import etai
+
+    p = etai("report", *map(str, real_runs), "--by", "suite", "--out", str(tmp_path / "rep"))
+    assert p.returncode == 0, p.stderr
+    md = (tmp_path / "rep" / "report.md").read_text()
+    matrix = md.split("## Models × suites")[1].split("\n## ")[0]
+    all2, none2 = "1.000 [0.342, 1.000]", "0.000 [0.000, 0.658]"  # 2 of 2, 0 of 2 (Wilson)
+    assert (
+        "| model | jest-bugfix PA@3 | jest-bugfix pass@1 | humaneval pass@1 | redux-bugfix PA@3 | redux-bugfix pass@1 |"
+    ) in matrix
+    assert f"| oracle | {all2} | {all2} | {all2} | {all2} | {all2} |" in matrix
+    assert f"| noop | {none2} | {none2} | {none2} | {none2} | {none2} |" in matrix
+    for title in (
+        "jest-bugfix: Path Accuracy@1..k",
+        "humaneval: Every task",
+        "redux-bugfix: Cursor-error distribution",
+    ):
+        assert f"## {title}" in md
+    # every session and task changed, each linked (the order of the arms follows the rows)
+    assert md.count("| broken by noop |") + md.count("| fixed by oracle |") == 6
+    view = json.loads(
+        (tmp_path / "rep" / "view.html")
+        .read_text()
+        .split('id="etai-index">')[1]
+        .split("</script>")[0]
+    )
+    assert len(view["rows"]) == 12 and {r["suite"] for r in view["runs"]} == {
+        "jest-bugfix",
+        "humaneval",
+        "redux-bugfix",
+    }
+    rules = [
+        "jest-bugfix:pa@3>=1",
+        "humaneval:pass@1>=1",
+        "redux-bugfix:pass@1>=1",
+        "redux-bugfix:tampered==0",
+    ]
+    args = [x for r in rules for x in ("--rule", r)]
+    assert etai("gate", *map(str, real_runs), "--agent", "oracle", *args).returncode == 0
+    noop = etai("gate", *map(str, real_runs), "--agent", "noop", *args)
+    assert noop.returncode == 1 and noop.stdout.count("(fails >= 1)") == 3
