@@ -1,8 +1,9 @@
 """Where a command will write, checked when the CLI dispatches it, before it does any work.
 
-`etai gate` writes its --junit, --markdown and --json files, and `etai report` its --out folder,
-only at the end, after loading and comparing runs: a folder given for a file, a file for the
-folder, or a place that cannot be written was a traceback there (exit 1), after all that work.
+`etai gate` writes its --junit, --markdown and --json files, `etai report` its --out folder and
+`etai view --out` its HTML file only at the end, after loading runs: a folder given for a file, a
+file for the folder, or a place that cannot be written was a traceback there (exit 1), after all
+that work (`etai view --out` given a folder wrote view.html into it: one flag, one meaning).
 The commands live in reports/cli.py (an entry point); their output flags are named here by
 command, so that any of them is an InputError (exit 2) first. Creating missing folders is left to
 the command, which does so (reports/_gate_out.py, reports/_render.py)."""
@@ -23,6 +24,7 @@ OUTPUTS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("json", "--json", "file"),
     ),
     "report": (("out", "--out", "folder"),),
+    "view": (("out", "--out", "file"),),
 }
 
 

@@ -64,3 +64,16 @@ def test_report_out_that_is_a_file_or_cannot_be_written_exits_2(a_run, tmp_path,
     assert file.read_text() == "keep me\n" and os.listdir(tmp_path / "ro") == []
     # A folder that does not exist yet is made by the report, as before.
     assert main(["report", str(a_run), "--out", str(tmp_path / "new" / "report")]) == 0
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("case", ["folder", "under-a-file", "read-only"])
+def test_view_out_that_cannot_be_written_exits_2_before_any_work(
+    a_run, tmp_path, tmpfs, capsys, case
+):
+    target, problem = _cases(tmp_path, tmpfs)[case]
+    assert main(["view", str(a_run), "--out", str(target)]) == 2
+    out, err = capsys.readouterr()
+    assert f"etai: error: --out: {target}: {problem}" in err and out == "", err
+    assert (tmp_path / "a-file").read_text() == "keep me\n"
+    assert os.listdir(tmp_path / "a-folder") == [] and os.listdir(tmp_path / "ro") == []
