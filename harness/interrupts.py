@@ -41,7 +41,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 def interrupted(e: KeyboardInterrupt) -> int:
     """Say what an interrupted command left and return its exit code (130 Ctrl-C, 143 SIGTERM)."""
     said = getattr(e, "said", "interrupted")
-    print(
-        f"etai: {said}; containers of this run removed, rows written so far kept", file=sys.stderr
-    )
+    # what a command that is no run left, set on the exception (reports/view/_server.py)
+    left = getattr(e, "left", "containers of this run removed, rows written so far kept")
+    print(f"etai: {said}; {left}", file=sys.stderr)
     return getattr(e, "exit_code", 130)

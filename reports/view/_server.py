@@ -61,7 +61,8 @@ def make_server(runs: Sequence[str | Path], host: str, port: int) -> ThreadingHT
 
 
 def serve(runs: Sequence[str | Path], *, host: str = "127.0.0.1", port: int = 0) -> None:
-    """Serve until interrupted; prints the URL first (flushed: a script may wait for it)."""
+    """Serve until interrupted (KeyboardInterrupt, raised on); prints the URL first (flushed: a
+    script may wait for it)."""
     server = make_server(runs, host, port)
     h, p = server.server_address[:2]
     print(f"etai view: http://{h}:{p}/  (Ctrl-C to stop)", flush=True)
@@ -69,7 +70,10 @@ def serve(runs: Sequence[str | Path], *, host: str = "127.0.0.1", port: int = 0)
         print(f"etai view: listening on {host}, beyond this machine", file=sys.stderr)
     try:
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt as e:
+        # Ctrl-C and SIGTERM (a KeyboardInterrupt, harness/interrupts.py) end the server as they
+        # end a run: said and exit 130/143 by harness/cli.py, in words fit for a viewer.
+        e.left = "the viewer's server stopped; nothing was written"
+        raise
     finally:
         server.server_close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import urllib.error
@@ -221,3 +222,29 @@ def test_bad_input_is_named(tmp_path, capsys):
 
     assert main(["view", str(tmp_path / "nowhere"), "--out", str(tmp_path / "v.html")]) == 2
     assert "nowhere" in capsys.readouterr().err and not (tmp_path / "v.html").exists()
+
+
+@pytest.mark.parametrize(
+    "sig,code,said",
+    [(signal.SIGTERM, 143, "terminated (SIGTERM)"), (signal.SIGINT, 130, "interrupted")],
+)
+def test_the_server_stops_on_sigterm_as_on_ctrl_c(tmp_path, make_run, make_row, sig, code, said):
+    """A scheduler or `timeout` stops the server with SIGTERM: closed, said, exit 143 (130 Ctrl-C)."""
+    run = make_run(tmp_path / "r", [make_row("s1", "m", "passed", steps_to_green=1)])
+    proc = subprocess.Popen(
+        [ETAI, "view", str(run), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = re.search(r"http://\S+/", proc.stdout.readline()).group(0)
+        assert b"etai-index" in urllib.request.urlopen(url).read()
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, err
+    assert f"etai: {said}; the viewer's server stopped" in err and "Traceback" not in err, err
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(url, timeout=5)
