@@ -148,7 +148,8 @@ def _paired(metric: str, text: str) -> tuple[str, int]:
 def value_of(metric: str, rows: pd.DataFrame, m: dict[str, Any], k: int) -> float | None:
     name, _, n = metric.partition("@")
     if name == "pass":
-        fewest = int(rows[rows["valid"]].groupby("session_id", observed=True).size().min() or 0)
+        sizes = rows[rows["valid"]].groupby("session_id", observed=True).size()
+        fewest = int(sizes.min()) if len(sizes) else 0  # min() of none is NaN
         if int(n) > max(fewest, 1):
             raise InputError(
                 f"{metric} needs at least {n} samples of every session (the run has {fewest})"
@@ -177,6 +178,7 @@ class RuleResult:
     baseline: float | None = None
     test: str | None = None
     p: float | None = None
+    undefined: bool = False  # measured over no valid episode: neither a pass nor a model failure
 
 
 @dataclass(frozen=True)
@@ -207,9 +209,24 @@ class GateResult:
         return not self.incomplete and all(r.passed for r in self.rules)
 
     @property
+    def undecided(self) -> str | None:
+        """Why the gate cannot decide (exit 3), or None: the run is incomplete, or a rule measured
+        no valid episode. Either is the infrastructure or the suite, never the model failing."""
+        if self.incomplete:
+            return "the infrastructure failed, not the model: " + "; ".join(self.incomplete)
+        empty = [r.rule for r in self.rules if r.undefined]
+        if empty:
+            return (
+                f"{', '.join(empty)}: no valid episode to measure (every row infra_error, "
+                "skipped_budget or reference_broken): the suite or the infrastructure, not the model"
+            )
+        return None
+
+    @property
     def exit_code(self) -> int:
-        """0 pass, 1 a rule failed, 3 a run is incomplete (its numbers are not final; a rerun retries)."""
-        return 3 if self.incomplete else (0 if self.passed else 1)
+        """0 pass, 1 a rule failed, 3 the gate cannot decide (a run incomplete: its numbers are
+        not final, a rerun retries; or a rule over no valid episode)."""
+        return 3 if self.undecided else (0 if self.passed else 1)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "passed": self.passed, "exit_code": self.exit_code}
@@ -331,6 +348,10 @@ def _gate_run(
             },
         )
     incomplete = _incomplete(cand, arm, "candidate")
+    unmeasured = ""
+    if len(rows) and not rows["valid"].any():  # a kind that keeps only its summary has no rows
+        statuses = " or ".join(sorted(set(rows["status"].astype(str))))
+        unmeasured = f"undefined: no valid episode (every row of {arm} is {statuses})"
     base_rows, base_arm = None, None
     if base is not None:
         baseline, bdf = base
@@ -348,10 +369,15 @@ def _gate_run(
         if r.against_baseline:
             results.append(_vs_baseline(r, rows, base_rows, base_arm, k))
             continue
+        if unmeasured and r.metric not in STATUSES and r.metric != "n_valid":
+            # counts of rows hold whatever the statuses; every other metric is over valid episodes
+            # (invalid_actions too: 0 of an episode never run is no evidence)
+            results.append(RuleResult(r.text, False, None, unmeasured, undefined=True))
+            continue
         v = value_of(r.metric, rows, m, k)
         if v is None:
             results.append(
-                RuleResult(r.text, False, None, f"{r.metric} is undefined (no valid episodes)")
+                RuleResult(r.text, False, None, f"{r.metric} is undefined: no valid episode has it")
             )
         else:
             ok = _OPS[r.op](v, r.value)
@@ -377,6 +403,11 @@ def _gate_run(
 def _incomplete(df: pd.DataFrame, arm: str, what: str) -> list[str]:
     out = []
     statuses = df.loc[df["arm"] == arm, "status"].astype(str)
+    if len(statuses) and statuses.isin(list(NON_TERMINAL)).all():  # e.g. a model server down
+        return [
+            f"every row of the {what} run for {arm} is {' or '.join(sorted(set(statuses)))}: "
+            "nothing was measured; rerun `etai run` once the engine or server answers"
+        ]
     for status in sorted(NON_TERMINAL):  # not run to the end: a rerun runs them
         n = int((statuses == status).sum())
         if n:
@@ -399,7 +430,13 @@ def _vs_baseline(
     cand, base = session_values(rows, kind, j), session_values(base_rows, kind, j)
     common = cand.index.intersection(base.index)
     if len(common) == 0:
-        return RuleResult(r.text, False, None, "no session has valid rows in both runs")
+        return RuleResult(
+            r.text,
+            False,
+            None,
+            "undefined: no valid episode of a session in both runs",
+            undefined=True,
+        )
     higher_better = r.op in (">=", ">")
     sign = 1.0 if higher_better else -1.0
     c, b = cand[common].to_numpy(), base[common].to_numpy()

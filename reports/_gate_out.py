@@ -12,7 +12,7 @@ from reports._gate import GateResult
 _HEADLINE = {
     0: "✅ gate passed",
     1: "❌ gate failed",
-    3: "⚠️ run incomplete: the gate cannot decide",
+    3: "⚠️ the gate cannot decide: a run is incomplete or measured nothing",
 }
 
 
@@ -21,7 +21,9 @@ def junit_xml(result: GateResult) -> str:
     rules = ET.SubElement(root, "testsuite", name="etai gate rules")
     for r in result.rules:
         case = ET.SubElement(rules, "testcase", classname="etai.gate", name=r.rule)
-        if not r.passed:
+        if r.undefined:  # not the model's failure: an error, as a session's infra_error is
+            ET.SubElement(case, "error", message=r.detail, type="Undefined").text = r.detail
+        elif not r.passed:
             ET.SubElement(case, "failure", message=r.detail, type="GateRuleFailed").text = r.detail
         else:
             ET.SubElement(case, "system-out").text = r.detail
@@ -85,7 +87,7 @@ def markdown(result: GateResult) -> str:
     for r in result.rules:
         cells = [
             f"`{r.rule}`",
-            "pass" if r.passed else "**FAIL**",
+            "pass" if r.passed else "undefined" if r.undefined else "**FAIL**",
             _num(r.value),
             _num(r.baseline),
             r.test or "–",

@@ -1,7 +1,8 @@
 """`etai report` and `etai gate`: thin commands over reports.compare/write_report and reports.gate.
 
-Exit codes follow harness/cli.py: the gate returns 0 (pass), 1 (a rule failed) or 3 (a run is
-incomplete); bad input is an InputError, which the CLI turns into 2.
+Exit codes follow harness/cli.py: the gate returns 0 (pass), 1 (a rule failed) or 3 (it cannot
+decide: a run is incomplete, or a rule measured no valid episode); bad input is an InputError,
+which the CLI turns into 2.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def add_parsers(sub) -> None:
         "- 0.05), a non-inferiority check with a one-sided paired test (named in the output). "
         "Metrics are the suite kind's own: a HumanEval run has pass@N and status counts.",
         epilog="Exit codes: 0 every rule passed, 1 a rule failed, 2 bad input, "
-        "3 a run is incomplete (infra errors or no summary; rerun `etai run`).",
+        "3 the gate cannot decide: a run is incomplete (infra errors or no summary; rerun "
+        "`etai run`) or a rule measured no valid episode.",
     )
     g.add_argument(
         "candidate",
@@ -153,4 +155,6 @@ def _gate(args: argparse.Namespace) -> int:
     )
     write(result, junit=args.junit, md=args.markdown, json_path=args.json)
     print(markdown(result))
+    if result.undecided:  # CI logs show stderr: exit 3 must not read as the model failing
+        print(f"etai gate: cannot decide: {result.undecided}", file=sys.stderr)
     return result.exit_code

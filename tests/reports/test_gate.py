@@ -4,6 +4,7 @@ baseline rules with the paired test named, and JUnit XML read back by a JUnit li
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
@@ -12,6 +13,8 @@ from harness.cli import main
 from harness.errors import InputError
 from reports import gate
 from reports._gate import parse_rule
+
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -317,3 +320,36 @@ def test_gate_on_the_bundled_run(bundled_run, tmp_path):
         )
         == 0
     )
+
+
+def test_a_run_of_only_infra_errors_is_exit_3_not_a_model_failure(
+    runs, tmp_path, make_run, make_row, capsys
+):
+    """A model server that is down leaves only infra_error rows: CI must read "infra", with the
+    examples' gate.yaml (baseline rules too) as with any rule; never a traceback, never exit 1."""
+    good, _ = runs
+    down = make_run(tmp_path / "down", [make_row(f"s{i}", "m", "infra_error") for i in range(10)])
+    config = PROJECT / "examples" / "ci" / "gate.yaml"
+    js = tmp_path / "g.json"
+    assert _gate(down, "--baseline", good, "--config", config, "--json", js) == 3
+    out, err = capsys.readouterr()
+    assert "the infrastructure failed, not the model" in err and "Traceback" not in err, err
+    assert "every row of the candidate run for m is infra_error" in out
+    result = json.loads(js.read_text())
+    assert not any(r["passed"] for r in result["rules"] if r["rule"] != "infra_error == 0")
+    assert all(
+        r["undefined"] for r in result["rules"] if "baseline" in r["rule"] or "@" in r["rule"]
+    )
+
+
+@pytest.mark.parametrize("rule", ["pass@1>=0.5", "pass@2>=0.5", "pa@3>=0.5", "tamper_rate<=0.1"])
+def test_a_metric_over_no_valid_episode_neither_passes_nor_fails(
+    tmp_path, make_run, make_row, capsys, rule
+):
+    """Every session's reference broken: nothing measured the model, so the rule is undefined
+    (exit 3, named as such), not a pass (tamper_rate 0 of 0) nor a model failure."""
+    rows = [make_row(f"s{i}", "m", "reference_broken", sample=j) for i in range(3) for j in (0, 1)]
+    run = make_run(tmp_path / "broken", rows, samples=2)
+    assert _gate(run, "--rule", rule) == 3
+    out, err = capsys.readouterr()
+    assert "no valid episode" in out and "Traceback" not in err, out + err
