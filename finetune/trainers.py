@@ -314,6 +314,12 @@ class SFTTrainer:
             dist.initialize_dist(device, timeout=dist_timeout)
         reproducibility.seed_all(self.seed)
         loss = self.loss()  # first: a bad loss name fails before any data work
+        precision = cfg.get("train.precision", str, "fp32")
+        fsdp = cfg.get("train.fsdp", dict, None)
+        if fsdp:
+            from finetune.fsdp import fsdp_settings
+
+            fsdp = fsdp_settings(fsdp, precision)  # buffers (RoPE inv_freq) stay fp32
         callbacks = self.callbacks()
         sessions = self.sessions()
         from finetune.split import check_held_out
@@ -342,7 +348,6 @@ class SFTTrainer:
         log_file = cfg.get("train.log_file", str, None)
         if log_file:
             loggers.append(FileLogger(filename=log_file, flush_interval=1))
-        fsdp = cfg.get("train.fsdp", dict, None)
         save_kwargs = {}
         if self.save_folder:
             save_kwargs = {
@@ -369,7 +374,7 @@ class SFTTrainer:
             loggers=loggers,
             dist_timeout=dist_timeout,
             device=device,
-            precision=cfg.get("train.precision", str, "fp32"),
+            precision=precision,
             device_train_microbatch_size=cfg.get("train.microbatch_size", (int, str), None),
             parallelism_config={"fsdp": fsdp} if fsdp else None,
             progress_bar=cfg.get("train.progress_bar", bool, False),
