@@ -14,3 +14,8 @@ class ConfigError(ValueError):
 
 class DataError(ValueError):
     """Session or preference data cannot be turned into training examples."""
+
+
+class ExportError(RuntimeError):
+    """A trained model cannot be written as a transformers folder (e.g. gathered weights that do
+    not fit the model's config)."""

@@ -10,8 +10,9 @@ tool-failure bias in ``etai_heads.safetensors`` beside the weights (keys as in `
 e.g. ``intent_head.0.weight``, ``tool_bias``). The hf agent ignores that file; it is there so a
 constrained decoder or a later fine-tune can pick the heads up.
 
-Every rank must call ``export_hf`` (under FSDP the full weights are gathered collectively); only
-global rank 0 writes. The folder is replaced whole or not at all.
+Every rank must call ``export_hf`` (under FSDP the full weights are gathered collectively, see
+``gathered_state``); only global rank 0 writes, from a CPU copy of the LM built on the meta
+device and loaded strictly (``lm_from_state``). The folder is replaced whole or not at all.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import json
 import shutil
 from pathlib import Path
 from typing import Any
+
+from finetune.errors import ExportError
 
 HEADS_FILE = "etai_heads.safetensors"
 
@@ -51,15 +54,21 @@ def gathered_state(model: Any) -> dict[str, Any] | None:
     if is_fsdp(model):
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        # cpu_offload gathers one unit at a time into rank 0's CPU memory only (the other ranks
+        # get nothing), never a full copy on a GPU. With the shards already on the CPU it must be
+        # off: FSDP's "offload" is then no copy, and it frees the unsharded storage under the
+        # views it is about to clone (a segfault in _full_post_state_dict_hook, torch 2.7), so
+        # there every rank gathers the full tensors and only rank 0 keeps them.
+        offload = any(p.device.type != "cpu" for p in model.parameters())
+        options = StateDictOptions(full_state_dict=True, cpu_offload=offload)
         state = get_model_state_dict(model, options=options)
         return state if dist.get_global_rank() == 0 else None
     return model.state_dict() if dist.get_global_rank() == 0 else None
 
 
 def plain_lm(model: Any, state: dict[str, Any] | None, *, merge_lora: bool) -> Any:
-    """A transformers model to generate with or save: the live LM when it is not sharded (a peft
-    model merged into a copy when ``merge_lora``), else a copy rebuilt on rank 0 from ``state``."""
+    """A transformers model to save: the live LM when it is not sharded (a peft model merged into
+    a copy when ``merge_lora``), else a CPU copy rebuilt on rank 0 from ``state``."""
     lm = model.lm
     peft = hasattr(lm, "merge_and_unload")
     if not is_fsdp(model):
@@ -72,16 +81,46 @@ def plain_lm(model: Any, state: dict[str, Any] | None, *, merge_lora: bool) -> A
         raise NotImplementedError(
             "exporting or evaluating a LoRA model under FSDP is not supported"
         )
+    weights = {k[len("lm.") :]: v for k, v in (state or {}).items() if k.startswith("lm.")}
+    return lm_from_state(lm, weights)
+
+
+def lm_from_state(lm: Any, weights: dict[str, Any]) -> Any:
+    """A CPU copy of ``lm`` (its config and class) holding ``weights``, loaded strictly.
+
+    Built on the meta device, so no parameter is allocated or randomly initialised before the
+    weights arrive (a 3B model would be initialised for nothing). Non-persistent buffers (RoPE's
+    ``inv_freq``) are in no state dict: they are taken from ``lm``, whose buffers FSDP does not
+    shard. Raises ExportError naming the keys when ``weights`` does not fit the model.
+    """
     import torch
+    from torch.distributed.fsdp._common_utils import clean_tensor_name
     from transformers import AutoModelForCausalLM
 
-    weights = {k[len("lm.") :]: v for k, v in (state or {}).items() if k.startswith("lm.")}
-    dtype = next(iter(weights.values())).dtype if weights else torch.float32
-    copy_ = AutoModelForCausalLM.from_config(lm.config, torch_dtype=dtype)
-    copy_.load_state_dict(weights, strict=False)  # tied weights (lm_head = embeddings) arrive once
-    copy_.tie_weights()
-    device = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_available() else "cpu"
-    return copy_.to(device).eval()
+    with torch.device("meta"):
+        copy_ = AutoModelForCausalLM.from_config(lm.config)
+    expected = set(copy_.state_dict())
+    missing, unexpected = sorted(expected - set(weights)), sorted(set(weights) - expected)
+    if missing or unexpected:
+        raise ExportError(
+            f"the gathered weights do not fit {type(copy_).__name__}: missing {missing[:5]} "
+            f"({len(missing)} in all), unexpected {unexpected[:5]} ({len(unexpected)} in all)"
+        )
+    copy_.load_state_dict(weights, strict=True, assign=True)
+    copy_.tie_weights()  # assign=True gave the tied keys (lm_head = embeddings) two tensors
+    live = {clean_tensor_name(n): b for n, b in lm.named_buffers()}
+    for name, buffer in list(copy_.named_buffers()):
+        if buffer.is_meta:
+            if name not in live:
+                raise ExportError(f"buffer {name} is in no state dict and not in the live model")
+            module, _, attr = name.rpartition(".")
+            copy_.get_submodule(module).register_buffer(
+                attr, live[name].detach().to("cpu").clone(), persistent=False
+            )
+    left = [n for n, t in [*copy_.named_parameters(), *copy_.named_buffers()] if t.is_meta]
+    if left:
+        raise ExportError(f"no value for {left[:5]} ({len(left)}) after loading")
+    return copy_.eval()
 
 
 def head_tensors(state: dict[str, Any]) -> dict[str, Any]:

@@ -340,6 +340,10 @@ def _run(
         "image": image,
         "harness_version": version(),
         "n_sessions": len(sessions),
+        # what reports/_complete.py holds the rows to: the sessions this command ran, and every
+        # session of the suite by content (a row of none of them is not this suite's)
+        "sessions": [x.session_id for x in sessions],
+        "suite_sessions": {x.session_id: x.content_hash for x in st.sessions},
         "out": str(store.dir),
         "agents": {
             spec: _agent_summary([r for r in rows if r["agent"] == spec], k=k, ks=pass_ks(samples))

@@ -30,6 +30,7 @@ from harness.errors import InputError
 from harness.records import NON_TERMINAL
 from reports import _stats
 from reports._compare import arm_metrics, pass_at, session_values, task_metrics
+from reports._complete import for_gate
 from reports._kinds import SESSIONS, own_names, summary_value
 from reports._load import STATUSES, load
 
@@ -203,6 +204,7 @@ class GateResult:
     rules: list[RuleResult]
     sessions: list[SessionResult]
     incomplete: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # rows left out, sessions --allow-partial let by
 
     @property
     def passed(self) -> bool:
@@ -213,7 +215,9 @@ class GateResult:
         """Why the gate cannot decide (exit 3), or None: the run is incomplete, or a rule measured
         no valid episode. Either is the infrastructure or the suite, never the model failing."""
         if self.incomplete:
-            return "the infrastructure failed, not the model: " + "; ".join(self.incomplete)
+            return "a run is incomplete, which is not the model failing: " + "; ".join(
+                self.incomplete
+            )
         empty = [r.rule for r in self.rules if r.undefined]
         if empty:
             return (
@@ -259,8 +263,10 @@ def gate(
     baseline_agent: str | None = None,
     alpha: float = ALPHA,
     allow_mismatch: bool = False,
+    allow_partial: bool = False,
 ) -> GateResult:
     """Check ``rules`` on one agent of each candidate run (one per suite); see the module doc.
+    A run missing rows of some session cannot pass unless ``allow_partial`` (reports/_complete.py).
     Bad input raises InputError."""
     parsed = [r if isinstance(r, Rule) else parse_rule(r, alpha) for r in rules]
     if not parsed:
@@ -279,7 +285,7 @@ def gate(
             )
     based = [(b, load(b)) for b in bases]
     several = len(runs) > 1
-    arms, results, sessions, incomplete = [], [], [], []
+    arms, results, sessions, incomplete, notes = [], [], [], [], []
     base_arms = []
     for (path, df), mine in zip(runs, names):
         applies = [r for r in parsed if r.suite is None or r.suite in mine]
@@ -288,7 +294,9 @@ def gate(
             base = based[0]  # one candidate, one baseline: paired whatever their names
         if base is None and any(r.against_baseline for r in applies):
             raise InputError(f"no --baseline run is of the suite of {path} ({min(mine)})")
-        one = _gate_run(path, df, applies, base, agent, baseline_agent, allow_mismatch, several)
+        one = _gate_run(
+            path, df, applies, base, agent, baseline_agent, (allow_mismatch, allow_partial), several
+        )
         label = f"{df.attrs['runs'][0]['suite']}: " if several else ""
         arms.append(one.agent)
         base_arms.append(one.baseline_agent)
@@ -297,6 +305,7 @@ def gate(
             replace(x, session_id=label.replace(": ", "/") + x.session_id) for x in one.sessions
         ]
         incomplete += one.incomplete
+        notes += one.notes
     return GateResult(
         ", ".join(map(str, cands)),
         ", ".join(dict.fromkeys(arms)),
@@ -305,6 +314,7 @@ def gate(
         results,
         sessions,
         incomplete,
+        notes,
     )
 
 
@@ -324,7 +334,7 @@ def _gate_run(
     base: tuple[str | Path, pd.DataFrame] | None,
     agent: str | None,
     baseline_agent: str | None,
-    allow_mismatch: bool,
+    allow: tuple[bool, bool],  # (allow_mismatch, allow_partial)
     lenient: bool,
 ) -> GateResult:
     kind = cand.attrs["runs"][0]["kind"]
@@ -348,6 +358,8 @@ def _gate_run(
             },
         )
     incomplete = _incomplete(cand, arm, "candidate")
+    stop, notes = for_gate(cand, arm, "candidate", allow[1])
+    incomplete += stop
     unmeasured = ""
     if len(rows) and not rows["valid"].any():  # a kind that keeps only its summary has no rows
         statuses = " or ".join(sorted(set(rows["status"].astype(str))))
@@ -362,8 +374,10 @@ def _gate_run(
             lenient,
         )
         base_rows = bdf[bdf["arm"] == base_arm]
-        load([candidate, baseline], allow_mismatch=allow_mismatch)  # refuses runs of other sessions
+        load([candidate, baseline], allow_mismatch=allow[0])  # refuses runs of other sessions
         incomplete += _incomplete(bdf, base_arm, "baseline")
+        stop, more = for_gate(bdf, base_arm, "baseline", allow[1])
+        incomplete, notes = incomplete + stop, notes + more
     results = []
     for r in rules:
         if r.against_baseline:
@@ -397,6 +411,7 @@ def _gate_run(
         results,
         _sessions(rows, arm),
         incomplete,
+        notes,
     )
 
 
@@ -406,7 +421,8 @@ def _incomplete(df: pd.DataFrame, arm: str, what: str) -> list[str]:
     if len(statuses) and statuses.isin(list(NON_TERMINAL)).all():  # e.g. a model server down
         return [
             f"every row of the {what} run for {arm} is {' or '.join(sorted(set(statuses)))}: "
-            "nothing was measured; rerun `etai run` once the engine or server answers"
+            "the infrastructure failed, not the model (a model server or the engine did not "
+            "answer); rerun `etai run` once it does"
         ]
     for status in sorted(NON_TERMINAL):  # not run to the end: a rerun runs them
         n = int((statuses == status).sum())
@@ -494,7 +510,7 @@ def _sessions(rows: pd.DataFrame, arm: str) -> list[SessionResult]:
 
 def load_config(path: str | Path) -> dict[str, Any]:
     """A gate.yaml: ``rules`` (a list of rule strings) and optionally ``baseline``, ``agent``,
-    ``baseline_agent``, ``alpha``, ``allow_mismatch``. Relative run paths are taken as they are
+    ``baseline_agent``, ``alpha``, ``allow_mismatch``, ``allow_partial``. Relative run paths are taken as they are
     (from the working directory), as on the command line."""
     import yaml
 
@@ -506,6 +522,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise InputError(f"not YAML: {e}", where=str(p)) from None
     known = {"rules", "baseline", "agent", "baseline_agent", "alpha", "allow_mismatch"}
+    known |= {"allow_partial"}
     if not isinstance(cfg, dict) or not isinstance(cfg.get("rules"), list) or not cfg["rules"]:
         raise InputError("expected a mapping with a non-empty list `rules`", where=str(p))
     unknown = sorted(set(cfg) - known)

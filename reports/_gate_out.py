@@ -80,6 +80,7 @@ def markdown(result: GateResult) -> str:
         "",
     ]
     out += [f"- {why}" for why in result.incomplete] + ([""] if result.incomplete else [])
+    out += [f"- note: {n}" for n in result.notes] + ([""] if result.notes else [])
     out += [
         "| rule | result | value | baseline | test | p | detail |",
         "|---|---|---|---|---|---|---|",

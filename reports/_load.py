@@ -3,7 +3,9 @@
 A run folder holds ``results.jsonl`` (+ ``summary.json`` once the run ended); a training folder
 is a Composer save folder (or its ``harness-eval/``) whose ``harness-eval/ba<N>/`` are run folders
 written by ``finetune.callbacks.HarnessEval`` at batch N. Rows are checked at this edge: a row
-without a session, agent or known status is bad input, named by file and line.
+without a session, agent or known status is bad input, named by file and line; a row not of the
+suite its summary names is left out and named, as is a session of the run without rows
+(reports/_complete.py).
 
 Every suite kind's run folder reads here (reports/_kinds.py says what is measured on it): a
 sessions run and ``etai humaneval --out R`` keep their rows in ``R/results.jsonl``; ``etai run
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ import pandas as pd
 from harness import metrics
 from harness.errors import InputError
 from harness.records import NON_TERMINAL, STATUSES
+from reports._complete import Gaps, gaps, named, split_foreign
 from reports._kinds import SESSIONS, kind_of_run
 
 _STEP = re.compile(r"^ba(\d+)$")
@@ -50,6 +53,7 @@ class RunInfo:
     step: int | None = None
     series: str | None = None  # the training folder a step belongs to
     kind: str = SESSIONS  # the suite kind that wrote it (harness.suite_kinds)
+    gaps: Gaps = field(default_factory=Gaps)  # rows left out as foreign, sessions lacking rows
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -215,11 +219,21 @@ def load(paths: str | Path | Iterable[str | Path], *, allow_mismatch: bool = Fal
         raise InputError("no run folders given")
     run_labels = _label([d for d, _, _ in found])
     series_labels = _label(sorted({root for _, _, root in found if root is not None}))
-    frames, infos, summaries = [], [], {}
+    frames, infos, summaries, gap_notes = [], [], {}, []
     for folder, step, root in found:
         summary = _summary(folder)
         rows = _rows(folder, summary)
         kind = kind_of_run(summary, rows)
+        gap = Gaps()
+        if kind == SESSIONS and summary:  # rows of another suite never count (reports/_complete.py)
+            rows, foreign = split_foreign(rows, summary)
+            if not rows:
+                raise InputError(
+                    f"no row is of the suite its summary.json names ({summary.get('suite')}): "
+                    + named([f"{s} ({why})" for s, why in foreign.items()]),
+                    where=str(folder / "results.jsonl"),
+                )
+            gap = gaps(rows, summary, foreign)
         ep = pd.DataFrame([_episode(r, kind) for r in rows], columns=_EPISODE)
         label = run_labels[folder]
         series = series_labels[root] if root is not None else None
@@ -243,8 +257,10 @@ def load(paths: str | Path | Iterable[str | Path], *, allow_mismatch: bool = Fal
                 step,
                 series,
                 kind,
+                gap,
             )
         )
+        gap_notes += gap.notes(str(folder))
         ep["suite"] = ep["suite"].fillna(str(suite))
         summaries[label] = s
         frames.append(ep)
@@ -253,7 +269,7 @@ def load(paths: str | Path | Iterable[str | Path], *, allow_mismatch: bool = Fal
     notes = _check_same_suite(df, infos, allow_mismatch)
     df = _typed(df)
     df.attrs["runs"] = [i.to_dict() for i in infos]
-    df.attrs["notes"] = notes
+    df.attrs["notes"] = notes + gap_notes
     df.attrs["summaries"] = summaries  # run label -> summary.json ({} without one)
     return df
 

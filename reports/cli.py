@@ -97,6 +97,12 @@ def add_parsers(sub) -> None:
     g.add_argument(
         "--allow-mismatch", action="store_true", help="compare with a baseline of other sessions"
     )
+    g.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="gate a run that lacks rows of some of its sessions on the sessions present "
+        "(else exit 3 naming them)",
+    )
     g.add_argument("--junit", metavar="FILE", help="write JUnit XML")
     g.add_argument(
         "--markdown", metavar="FILE", help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)"
@@ -107,6 +113,7 @@ def add_parsers(sub) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     from reports import compare, load, write_report
+    from reports._complete import Gaps
 
     if args.by == "suite":
         from reports._suites import by_suite
@@ -119,6 +126,9 @@ def _report(args: argparse.Namespace) -> int:
     for path in written.values():
         print(path)
     for c in cs:
+        for run in c.runs:  # rows left out as foreign, sessions without rows: reports/_complete.py
+            for note in Gaps(**run["gaps"]).notes(run["path"]):
+                print(f"etai report: {note}", file=sys.stderr)
         if c.dropped:
             print(
                 f"{c.suite}: {len(c.dropped)} session(s) not in every run were left out "
@@ -152,6 +162,7 @@ def _gate(args: argparse.Namespace) -> int:
         baseline_agent=args.baseline_agent or cfg.get("baseline_agent"),
         alpha=args.alpha if args.alpha is not None else float(cfg.get("alpha", ALPHA)),
         allow_mismatch=args.allow_mismatch or bool(cfg.get("allow_mismatch")),
+        allow_partial=args.allow_partial or bool(cfg.get("allow_partial")),
     )
     write(result, junit=args.junit, md=args.markdown, json_path=args.json)
     print(markdown(result))

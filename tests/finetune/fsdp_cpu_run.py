@@ -1,5 +1,7 @@
 """Run by tests/finetune/test_fsdp.py under ``composer -n 2``: the tiny-cpu config through
-Composer's own FSDP path on CPU (gloo), then a JSON report per rank of what FSDP made of it.
+Composer's own FSDP path on CPU (gloo), then a JSON report per rank of what FSDP made of it and,
+with ``export.folder`` set, the trained LM's logits for a fixed input (``trained_logits.pt``,
+rank 0) to compare the export with.
 
 One substitution, and why: Composer 0.32.1's ``prepare_fsdp_module`` passes
 ``device_id=torch.cuda.current_device()`` to FullyShardedDataParallel unconditionally, which
@@ -75,6 +77,16 @@ def report(trainer, probe: Probe) -> dict:
     }
 
 
+PROBE = torch.arange(1, 25).unsqueeze(0)  # 24 token ids every tiny vocabulary has
+
+
+def trained_logits(trainer) -> torch.Tensor:
+    """The trained LM's logits for PROBE (collective under FSDP: every rank calls)."""
+    lm = trainer.state.model.lm.eval()  # no dropout: the comparison is exact
+    with torch.no_grad():
+        return lm(input_ids=PROBE, use_cache=False).logits.float()
+
+
 def main() -> None:
     out, config, rest = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
     overrides = [rest[i + 1] for i in range(0, len(rest), 2) if rest[i] == "--set"]
@@ -84,6 +96,10 @@ def main() -> None:
     trainer.fit()
     out.mkdir(parents=True, exist_ok=True)
     (out / f"rank{dist.get_global_rank()}.json").write_text(json.dumps(report(trainer, probe)))
+    if any(type(cb).__name__ == "ExportHF" for cb in trainer.state.callbacks):
+        logits = trained_logits(trainer)  # what the exported folder must reproduce
+        if dist.get_global_rank() == 0:
+            torch.save({"input_ids": PROBE, "logits": logits}, out / "trained_logits.pt")
     trainer.close()
 
 

@@ -177,6 +177,36 @@ def test_two_rank_fsdp_run_wraps_blocks_and_clips_globally(tmp_path, tiny_overri
 
 
 @pytest.mark.slow
+def test_two_rank_fsdp_export_loads_back_with_the_trained_logits(
+    tmp_path, tiny_overrides, free_port
+):
+    """export.folder at FIT_END under FULL_SHARD (a tiny Llama: RoPE buffers, untied head): the
+    full state gathered by torch's distributed state-dict API, rebuilt on rank 0 from the meta
+    device, written with safetensors, and transformers loads it back with the logits the trained
+    FSDP model gives. Before #34 rank 0 died in torch's state-dict hook (SIGSEGV)."""
+    from safetensors import safe_open
+    from transformers import AutoModelForCausalLM
+
+    folder = tmp_path / "hf"
+    overrides = tiny_overrides(
+        tmp_path,
+        model__tiny="{arch: llama, layers: 2, heads: 2, hidden: 32}",
+        train__max_duration="1ba",
+        train__fsdp=FSDP,
+        export__folder=str(folder),
+    )
+    _launch(tmp_path, overrides, free_port)
+    trained = torch.load(tmp_path / "report" / "trained_logits.pt")
+    assert (folder / "model.safetensors").is_file()
+    lm = AutoModelForCausalLM.from_pretrained(folder).eval()
+    with torch.no_grad():
+        logits = lm(input_ids=trained["input_ids"]).logits
+    assert torch.equal(logits, trained["logits"])
+    with safe_open(str(folder / "etai_heads.safetensors"), "pt") as heads:
+        assert {"intent_head.0.weight", "tool_bias"} <= set(heads.keys())
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(
     not os.environ.get("ETAI_LONG"),
     reason="about 2 min on the busy 2-core machine: ETAI_LONG=1 runs it (make test-long)",

@@ -57,7 +57,11 @@ def test_different_sessions_are_refused_unless_asked(tmp_path, make_run, make_ro
     assert e.value.exit_code == 2
     df = load([a, b], allow_mismatch=True)
     assert any("differ in content" in n for n in df.attrs["notes"])
-    c = make_run(tmp_path / "c", [make_row("s1", "y", "passed", session_hash="v1")], suite="other")
+    c = make_run(
+        tmp_path / "c",
+        [make_row("s1", "y", "passed", session_hash="v1", suite="other")],  # its rows say so too
+        suite="other",
+    )
     with pytest.raises(SuiteMismatch, match="different suites"):
         load([a, c])
 
