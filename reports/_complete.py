@@ -81,8 +81,8 @@ def gaps(rows: list[dict[str, Any]], summary: Mapping[str, Any], foreign: dict[s
     n = len(ids) if named else int(summary.get("n_sessions") or 0)
     samples = int(summary.get("samples") or 1)
     agents = list(summary.get("agents") or {}) or sorted({r["agent"] for r in rows})
-    have = Counter({(r["agent"], r["session_id"], int(r.get("sample", 0))) for r in rows})
-    per = Counter((a, sid) for a, sid, _ in have)
+    have = {(r["agent"], r["session_id"], int(r.get("sample", 0))) for r in rows}
+    per = Counter((a, sid) for a, sid, _ in have)  # distinct samples: a row twice counts once
     lacking, missing = {}, {}
     for agent in agents:
         if named:
