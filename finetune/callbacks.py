@@ -60,13 +60,16 @@ GENERATION_KEYS = ("temperature", "top_p", "max_new_tokens", "batch_size", "batc
 _EVENTS = (Event.BATCH_END, Event.EPOCH_END, Event.FIT_END)
 
 
+DEFAULT_SUITE = "jest-bugfix"  # the bundled suite (suites/jest-bugfix)
+
+
 class HarnessEval(Callback):
     """Evaluate the current model through the harness every ``interval`` (see the module doc)."""
 
     def __init__(
         self,
         interval: str = "200ba",
-        suite: str = "jest-bugfix",
+        suite: str = DEFAULT_SUITE,
         sessions: Sequence[str] | None = None,
         k: int | None = None,
         max_steps: int | None = None,

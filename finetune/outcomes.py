@@ -91,10 +91,22 @@ def outcome_examples(
     reward_range: Sequence[float] = DEFAULT_RANGE,
 ) -> list[Example]:
     """One reward-head example per row with a signal and at least one step."""
+    return [
+        outcome_example(row, target, tokenizer, max_seq_len, max_result_chars)
+        for row, target in outcome_rows(rows, reward, reward_range)
+    ]
+
+
+def outcome_rows(
+    rows: Iterable[Mapping[str, Any]],
+    reward: Reward,
+    reward_range: Sequence[float] = DEFAULT_RANGE,
+) -> list[tuple[Mapping[str, Any], float]]:
+    """The rows that become examples (a signal and at least one step), each with its target:
+    what the held-out check is given before anything is tokenised."""
     out = []
     for row in rows:
         target = outcome_target(row, reward, reward_range)
-        if target is None or not row.get("observations"):
-            continue
-        out.append(outcome_example(row, target, tokenizer, max_seq_len, max_result_chars))
+        if target is not None and row.get("observations"):
+            out.append((row, target))
     return out

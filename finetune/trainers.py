@@ -93,26 +93,47 @@ class SFTTrainer:
     def outcome_records(self, tokenizer: Any) -> list[Any]:
         """``data.reward_rollouts``: every rollout of these run folders as a reward-head example,
         its target the episode's reward (``finetune.outcomes``); none without the key."""
-        if self.cfg.get("data.reward_rollouts", (str, list), None) is None:
-            return []
-        from finetune.outcomes import DEFAULT_RANGE, outcome_examples
-        from finetune.rewards import build_reward
+        from finetune.outcomes import outcome_example
 
-        rows = _rollout_rows(self.cfg, "data.reward_rollouts")
-        examples = outcome_examples(
-            rows,
-            build_reward(self.cfg.section("reward")),
-            tokenizer,
-            self.max_seq_len,
-            self.max_result_chars,
-            self.cfg.get("data.reward_range", list, list(DEFAULT_RANGE)),
-        )
-        if not examples:
-            raise ConfigError(
-                "data.reward_rollouts", "no rollout with a step and a reward in these run folders"
-            )
-        log.info("reward head: %d rollouts of %d rows", len(examples), len(rows))
-        return examples
+        return [
+            outcome_example(row, target, tokenizer, self.max_seq_len, self.max_result_chars)
+            for row, target in self.reward_rows()
+        ]
+
+    def reward_rows(self) -> list[tuple[dict[str, Any], float]]:
+        """The ``data.reward_rollouts`` rows that become examples, with their targets (read once:
+        the held-out check sees them before they are tokenised)."""
+        if getattr(self, "_reward_rows", None) is None:
+            self._reward_rows = []
+            if self.cfg.get("data.reward_rollouts", (str, list), None) is not None:
+                from finetune.outcomes import DEFAULT_RANGE, outcome_rows
+                from finetune.rewards import build_reward
+
+                rows = _rollout_rows(self.cfg, "data.reward_rollouts")
+                self._reward_rows = outcome_rows(
+                    rows,
+                    build_reward(self.cfg.section("reward")),
+                    self.cfg.get("data.reward_range", list, list(DEFAULT_RANGE)),
+                )
+                if not self._reward_rows:
+                    raise ConfigError(
+                        "data.reward_rollouts",
+                        "no rollout with a step and a reward in these run folders",
+                    )
+                log.info("reward head: %d rollouts of %d rows", len(self._reward_rows), len(rows))
+        return self._reward_rows
+
+    def trained_ids(self, sessions: list[dict[str, Any]]) -> dict[str, set[str]]:
+        """The session ids every data source trains on, by the key that brings them: what the
+        held-out check compares with the evaluated sessions."""
+        out: dict[str, set[str]] = {}
+        for s in sessions:  # an rft rollout carries its rendered text; a session does not
+            key = "data.rollouts" if "rendered" in s else "data.sessions"
+            out.setdefault(key, set()).add(s["session_id"])
+        rows = self.reward_rows()
+        if rows:
+            out["data.reward_rollouts"] = {row["session_id"] for row, _ in rows}
+        return out
 
     def collate(self, tokenizer: Any) -> Any:
         from finetune.data import collate_examples
@@ -322,9 +343,10 @@ class SFTTrainer:
             fsdp = fsdp_settings(fsdp, precision)  # buffers (RoPE inv_freq) stay fp32
         callbacks = self.callbacks()
         sessions = self.sessions()
-        from finetune.split import check_held_out
+        from finetune.split import check_held_out, split_of
 
-        check_held_out(sessions, callbacks)  # before any model is built: exit 2
+        # every source assembled (read, not yet tokenised), before anything is written: exit 2
+        check_held_out(self.trained_ids(sessions), callbacks, split_of(cfg))
         tokenizer = self.tokenizer(sessions)
         examples = self.records(sessions, tokenizer)
         if self.truncation and self.truncation.truncated_examples:
@@ -405,9 +427,22 @@ class DPOTrainer(SFTTrainer):
             return []  # the prefixes come with the pairs (rollout trajectories)
         return super().sessions()
 
+    def trained_ids(self, sessions: list[dict[str, Any]]) -> dict[str, set[str]]:
+        """The sessions the pairs are of (with ``pairs: rollouts`` there are no sessions)."""
+        pairs, _ = self.pair_records(sessions)
+        ids = {str(p["session_id"]) for p in pairs if p.get("session_id") is not None}
+        rollouts = self.cfg.get("data.pairs", str, "synthetic") == "rollouts"
+        return {"data.rollouts (data.pairs: rollouts)" if rollouts else "data.pairs": ids}
+
     def pair_records(self, sessions: list[dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
         """``data.pairs``: ``synthetic``, ``rollouts`` (execution pairs from ``data.rollouts``, see
-        finetune.rollouts.execution_pairs, ranked by ``reward``) or a JSONL file of records."""
+        finetune.rollouts.execution_pairs, ranked by ``reward``) or a JSONL file of records.
+        Read once: the held-out check sees them before records() tokenises them."""
+        if getattr(self, "_pairs", None) is None:
+            self._pairs = self._read_pairs(sessions)
+        return self._pairs
+
+    def _read_pairs(self, sessions: list[dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
         from finetune.examples import synthetic_pairs
 
         by_id = {s["session_id"]: s for s in sessions}

@@ -55,8 +55,8 @@ def test_the_whole_suite_as_eval_overlaps_too(tmp_path):
     trainer = SFTTrainer(cfg)
     from finetune.split import check_held_out
 
-    with pytest.raises(ConfigError, match="14 evaluated session"):
-        check_held_out(trainer.sessions(), trainer.callbacks())
+    with pytest.raises(ConfigError, match="14 evaluated session.*through data.sessions"):
+        check_held_out(trainer.trained_ids(trainer.sessions()), trainer.callbacks())
 
 
 def test_split_trains_on_train_ids_and_evaluates_the_held_out_ones(tmp_path):
@@ -71,7 +71,7 @@ def test_split_trains_on_train_ids_and_evaluates_the_held_out_ones(tmp_path):
         i for i in [s.session_id for s in load_suite("jest-bugfix").sessions] if i in split.train
     ]
     assert callback.session_ids == split.eval
-    check_held_out(sessions, [callback])  # no overlap: no error
+    check_held_out(trainer.trained_ids(sessions), [callback])  # no overlap: no error
 
 
 def test_allow_overlap_measures_memorisation_on_purpose(tmp_path):
@@ -79,7 +79,7 @@ def test_allow_overlap_measures_memorisation_on_purpose(tmp_path):
 
     spec = "callbacks.harness_eval={interval: 1ba, sessions: [checkout-missing-await], allow_overlap: true}"
     trainer = SFTTrainer(load_config(TINY_CONFIG, _args(tmp_path, spec)[2::2]))
-    check_held_out(trainer.sessions(), trainer.callbacks())
+    check_held_out(trainer.trained_ids(trainer.sessions()), trainer.callbacks())
 
 
 def test_split_naming_a_session_the_data_lacks_is_a_config_error(tmp_path):
