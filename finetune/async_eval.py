@@ -1,8 +1,9 @@
 """HarnessEval's asynchronous mode: at the interval the checkpoint is exported (``export_hf``) and
 evaluated by a separate process (``etai run --agent hf:FOLDER``, or any command template, e.g. on
 spare devices or through ssh); training does not wait. A finished process's metrics are logged
-against the batch its checkpoint belongs to (``logger.log_metrics(..., step=batch)``), at the
-first batch end after it finished, and at fit end, which waits for the outstanding ones (bounded).
+at the current step with the batch its checkpoint belongs to as ``harness/checkpoint_batch``, at
+the first batch end after it finished, and at fit end, which waits for the outstanding ones
+(bounded).
 
 Only global rank 0 starts and watches processes (the export is collective: every rank takes part,
 rank 0 writes), so only rank 0 logs these metrics. The process is judged by its rows: the metrics

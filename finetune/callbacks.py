@@ -61,6 +61,7 @@ _EVENTS = (Event.BATCH_END, Event.EPOCH_END, Event.FIT_END)
 
 
 DEFAULT_SUITE = "jest-bugfix"  # the bundled suite (suites/jest-bugfix)
+CHECKPOINT_BATCH = "harness/checkpoint_batch"  # async: the batch the evaluated checkpoint is of
 
 
 class HarnessEval(Callback):
@@ -364,9 +365,12 @@ class HarnessEval(Callback):
         return metrics
 
     def _log_async(self, logger: Any, finished: Sequence[tuple[int, dict[str, float]]]) -> None:
+        # At the current step: the checkpoint's batch is behind it by the time its evaluation
+        # ends, and trackers such as W&B drop a step lower than one already logged. Which
+        # checkpoint was evaluated is a field of its own.
         for batch, metrics in finished:
-            self.last = dict(metrics)
-            logger.log_metrics(metrics, step=batch)  # against the batch the checkpoint is of
+            self.last = {**metrics, CHECKPOINT_BATCH: float(batch)}
+            logger.log_metrics(self.last)
 
 
 class ExportHF(Callback):

@@ -29,7 +29,9 @@ _METRIC = re.compile(r"\[metric\]\[batch=(\d+)\]: (harness/[a-z_@0-9]+): (\S+)")
 
 
 def _run(mode: str, ranks: int, args: argparse.Namespace) -> dict:
-    folder = Path(args.out) / f"{mode}-{ranks}"
+    # Absolute: the child runs in this folder, and a relative --out in the paths handed to it
+    # would be joined again under it (log0.txt written one level deeper than it is read).
+    folder = Path(args.out).resolve() / f"{mode}-{ranks}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     sets = {
@@ -65,12 +67,16 @@ def _run(mode: str, ranks: int, args: argparse.Namespace) -> dict:
     return {"wall": wall, "logged": logged}
 
 
-def main() -> None:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="runs/eval-share")
     ap.add_argument("--batches", type=int, default=8)
     ap.add_argument("--interval", default="4ba")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main() -> None:
+    args = parse()
     print("load before:", os.getloadavg())
     runs = {
         key: _run(mode, ranks, args)

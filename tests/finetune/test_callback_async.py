@@ -1,7 +1,7 @@
 """HarnessEval's asynchronous mode (#17) on a real Composer Trainer (tiny-cpu, CPU): at the
 interval the checkpoint is exported and a real ``etai run --agent hf:FOLDER`` process evaluates
 it (the ``local`` sandbox: Node on this machine, no Docker); training goes on while it runs, and
-its metrics are logged against the batch the checkpoint is of when they arrive."""
+its metrics are logged at the step they arrive, with the batch the checkpoint is of as a field."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ class HoldUntilEnded(Callback):
     not os.environ.get("ETAI_LONG"),
     reason="about 1 min (two etai run processes): ETAI_LONG=1 runs it (make test-long)",
 )
-def test_async_eval_runs_beside_training_and_logs_against_its_batch(tmp_path, tiny_overrides):
+def test_async_eval_runs_beside_training_and_logs_its_batch_as_a_field(tmp_path, tiny_overrides):
     spec = (
         f"{{interval: 2ba, mode: async, sandbox: local, sessions: [{SESSION}], k: 1, "
         "max_steps: 1, workers: 1, allow_overlap: true, generation: {max_new_tokens: 8}}"
@@ -86,10 +86,11 @@ def test_async_eval_runs_beside_training_and_logs_against_its_batch(tmp_path, ti
     assert hold.running_at_3  # batch 3 trained while batch 2's evaluation ran
     # The start costs training only the export, logged at the batch itself.
     assert [(s, a) for s, a, _ in rec.logged("harness/export_seconds")] == [(2, 2), (4, 4)]
-    # Batch 2's metrics arrive at batch 4 (first batch end after it ended), logged against 2;
-    # batch 4's at fit end, after the bounded wait.
-    assert [(s, a) for s, a, _ in rec.logged("harness/path_accuracy@1")] == [(2, 4), (4, 4)]
-    assert [(s, v) for s, _, v in rec.logged("harness/error")] == [(2, 0.0), (4, 0.0)]
+    # Batch 2's metrics arrive at batch 4 (first batch end after it ended), logged at step 4
+    # with the checkpoint's batch as a field; batch 4's at fit end, after the bounded wait.
+    assert [(s, a) for s, a, _ in rec.logged("harness/path_accuracy@1")] == [(4, 4), (4, 4)]
+    assert [v for _, _, v in rec.logged("harness/checkpoint_batch")] == [2.0, 4.0]
+    assert [v for _, _, v in rec.logged("harness/error")] == [0.0, 0.0]
     assert all(v > 0 for _, _, v in rec.logged("harness/eval_seconds"))
     for batch in (2, 4):
         [row] = read_rows(root / f"ba{batch}" / "results.jsonl")
@@ -98,6 +99,28 @@ def test_async_eval_runs_beside_training_and_logs_against_its_batch(tmp_path, ti
         assert row["status"] != "infra_error", row.get("reason")
         assert not (root / f"hf-ba{batch}").exists()
     assert evals._async.pending == []
+
+
+def test_finished_metrics_are_logged_at_the_current_step_with_their_checkpoint():
+    """What the long test above sees, without the processes: a real Composer Logger at batch 6
+    given batch 2's and batch 4's finished evaluations."""
+    import torch
+    from composer.core import State, Timestamp
+    from composer.devices import DeviceCPU
+    from composer.loggers import Logger
+
+    state = State(model=torch.nn.Linear(1, 1), rank_zero_seed=0, run_name="t", device=DeviceCPU())
+    state.timestamp = Timestamp(batch=6)
+    rec = Recorder(state)
+    cb = HarnessEval(mode="async", sessions=[SESSION])
+    finished = [(2, {"harness/pass@1": 0.5}), (4, {"harness/pass@1": 1.0})]
+    cb._log_async(Logger(state, [rec]), finished)
+    assert [(step, at) for step, at, _ in rec.calls] == [(6, 6), (6, 6)]
+    assert [m for _, _, m in rec.calls] == [
+        {"harness/pass@1": 0.5, "harness/checkpoint_batch": 2.0},
+        {"harness/pass@1": 1.0, "harness/checkpoint_batch": 4.0},
+    ]
+    assert cb.last == rec.calls[-1][2]
 
 
 def test_async_options_are_checked_when_the_trainer_is_built():
