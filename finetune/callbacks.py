@@ -8,10 +8,14 @@ HarnessEval runs on every rank and never raises into the trainer:
    ``FIT_END`` unless the last batch was just evaluated. Every rank decides the same.
 2. The evaluation is sharded: rank r evaluates sessions r, r+W, ... (``harness.run`` with the
    agent ``hfmem:<run>-ba<N>``, eval mode under ``no_grad``, train mode restored after) in
-   ``ba<N>/rank<r>/``. Without FSDP every rank holds the whole model. Under FSDP a forward is a
-   collective, so every rank generates in rounds with all the others (``finetune.lockstep``): a
-   rank with nothing to generate, or whose shard is done, pads the round with a dummy generation
-   until every rank is done. The rows are gathered (``all_gather_object``, which every rank
+   ``ba<N>/rank<r>/``. Without FSDP every rank holds the whole model. Under FSDP
+   (``fsdp_generation``), ``gathered`` (the default): the full weights are all-gathered once per
+   evaluation into a plain copy on every rank (``export.full_lm``), which then generates on its
+   own like a replica; ``lockstep`` (when a full copy does not fit beside the shards): a forward
+   is a collective, so every rank generates in rounds with all the others
+   (``finetune.lockstep``), every block's weights gathered for every token, and a rank with
+   nothing to generate, or whose shard is done, pads the round with a dummy generation until
+   every rank is done. The rows are gathered (``all_gather_object``, which every rank
    reaches whatever happened to its shard) and rank 0 writes them and one summary to ``ba<N>/``.
    One process: no rank folder.
 3. The metrics (computed from the rows with ``harness.metrics.summarize``) are broadcast from
@@ -61,6 +65,9 @@ _EVENTS = (Event.BATCH_END, Event.EPOCH_END, Event.FIT_END)
 
 
 DEFAULT_SUITE = "jest-bugfix"  # the bundled suite (suites/jest-bugfix)
+# Under FSDP: each rank generates with a full copy gathered once per evaluation, or with the
+# sharded model, every token's forward a collective (finetune/lockstep.py; no copy to fit).
+FSDP_GENERATION = ("gathered", "lockstep")
 CHECKPOINT_BATCH = "harness/checkpoint_batch"  # async: the batch the evaluated checkpoint is of
 
 
@@ -87,6 +94,7 @@ class HarnessEval(Callback):
         async_wait_s: float = 1800.0,
         async_max_running: int = 1,
         keep_exports: bool = False,
+        fsdp_generation: str = "gathered",
     ):
         from composer.utils.misc import create_interval_scheduler
 
@@ -120,6 +128,12 @@ class HarnessEval(Callback):
         )
         self.last: dict[str, float] = {}  # the latest metrics; checkpointed with the callback
         self.rounds = (0, 0)  # FSDP: the last evaluation's generation rounds, and padded ones
+        if fsdp_generation not in FSDP_GENERATION:
+            raise ConfigError(
+                f"{KEY}.fsdp_generation",
+                f"expected one of {', '.join(FSDP_GENERATION)}, got {fsdp_generation!r}",
+            )
+        self.fsdp_generation = fsdp_generation
         self._async = self._async_mode(
             mode, async_command, async_wait_s, async_max_running, keep_exports
         )
@@ -219,7 +233,8 @@ class HarnessEval(Callback):
             rows, skipped = self._shard(state, model, fsdp, batch, start, ids, out)
             return _metrics(rows, k=self.k, n=len(ids), skipped_before=skipped)
         # Every rank evaluates its share (rank r: sessions r, r+W, ...) in its own folder: with a
-        # full replica (DDP), or taking part in every forward (FSDP, in lockstep). Every rank
+        # full replica (DDP or a gathered FSDP copy), or taking part in every forward (FSDP,
+        # lockstep). Every rank
         # reaches the gather whatever happened to its shard; rank 0 merges.
         try:
             mine = self._shard(
@@ -256,12 +271,17 @@ class HarnessEval(Callback):
 
         from harness.results import read_rows
 
-        spent = time.monotonic() > start + self.budget_s  # spent gathering: nothing starts
-        if not fsdp and (spent or not ids):
-            return [], len(ids) if spent else 0
         lm = model.lm
         if fsdp and hasattr(lm, "merge_and_unload"):
             raise NotImplementedError("evaluating a LoRA model under FSDP is not supported")
+        if fsdp and self.fsdp_generation == "gathered":
+            from finetune.export import full_lm
+
+            lm, fsdp = full_lm(model), False  # collective: before any rank returns below
+            self.rounds = (0, 0)
+        spent = time.monotonic() > start + self.budget_s  # spent gathering: nothing starts
+        if not fsdp and (spent or not ids):
+            return [], len(ids) if spent else 0
         name = f"{state.run_name}-ba{batch}"
         was_training = model.training
         model.eval()

@@ -85,8 +85,23 @@ def plain_lm(model: Any, state: dict[str, Any] | None, *, merge_lora: bool) -> A
     return lm_from_state(lm, weights)
 
 
-def lm_from_state(lm: Any, weights: dict[str, Any]) -> Any:
-    """A CPU copy of ``lm`` (its config and class) holding ``weights``, loaded strictly.
+def full_lm(model: Any) -> Any:
+    """On every rank, a plain copy of the FSDP-sharded LM on that rank's device (collective: every
+    rank calls). The full weights are all-gathered once, so each rank can then generate on its own
+    instead of gathering every block's weights for every token (finetune/lockstep.py). Costs one
+    full copy of the LM per rank (in the shards' dtype) while it lives."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    # No cpu_offload: the tensors stay on the device, and every rank gets them (see gathered_state)
+    options = StateDictOptions(full_state_dict=True, cpu_offload=False)
+    state = get_model_state_dict(model, options=options)
+    weights = {k[len("lm.") :]: v for k, v in state.items() if k.startswith("lm.")}
+    return lm_from_state(model.lm, weights, device=next(model.lm.parameters()).device)
+
+
+def lm_from_state(lm: Any, weights: dict[str, Any], device: Any = "cpu") -> Any:
+    """A copy of ``lm`` (its config and class) holding ``weights``, loaded strictly; the tensors
+    stay where ``weights`` has them, the non-persistent buffers go to ``device``.
 
     Built on the meta device, so no parameter is allocated or randomly initialised before the
     weights arrive (a 3B model would be initialised for nothing). Non-persistent buffers (RoPE's
@@ -115,7 +130,7 @@ def lm_from_state(lm: Any, weights: dict[str, Any]) -> Any:
                 raise ExportError(f"buffer {name} is in no state dict and not in the live model")
             module, _, attr = name.rpartition(".")
             copy_.get_submodule(module).register_buffer(
-                attr, live[name].detach().to("cpu").clone(), persistent=False
+                attr, live[name].detach().to(device).clone(), persistent=False
             )
     left = [n for n, t in [*copy_.named_parameters(), *copy_.named_buffers()] if t.is_meta]
     if left:

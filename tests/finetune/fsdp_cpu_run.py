@@ -1,7 +1,7 @@
 """Run by tests/finetune/test_fsdp.py under ``composer -n 2``: the tiny-cpu config through
 Composer's own FSDP path on CPU (gloo), then a JSON report per rank of what FSDP made of it and,
 with ``export.folder`` set, the trained LM's logits for a fixed input (``trained_logits.pt``,
-rank 0) to compare the export with.
+rank 0) to compare the export with, and each rank's gathered copy's (``gathered_logits<r>.pt``).
 
 One substitution, and why: Composer 0.32.1's ``prepare_fsdp_module`` passes
 ``device_id=torch.cuda.current_device()`` to FullyShardedDataParallel unconditionally, which
@@ -97,9 +97,15 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"rank{dist.get_global_rank()}.json").write_text(json.dumps(report(trainer, probe)))
     if any(type(cb).__name__ == "ExportHF" for cb in trainer.state.callbacks):
+        from finetune.export import full_lm
+
         logits = trained_logits(trainer)  # what the exported folder must reproduce
         if dist.get_global_rank() == 0:
             torch.save({"input_ids": PROBE, "logits": logits}, out / "trained_logits.pt")
+        # and each rank's gathered copy (HarnessEval's fsdp_generation: gathered), no collective
+        with torch.no_grad():
+            copy = full_lm(trainer.state.model)(input_ids=PROBE, use_cache=False).logits
+        torch.save(copy.float(), out / f"gathered_logits{dist.get_global_rank()}.pt")
     trainer.close()
 
 

@@ -124,7 +124,17 @@ def test_composer_fsdp_asks_for_a_cuda_device():
         prepare_fsdp_module(Small(), None, FSDPConfig(), precision="fp32", device="cpu")
 
 
-# full state dicts segfault in torch's FSDP post-hook on CPU; the A100 config is sharded too
+def test_an_unknown_fsdp_generation_is_refused_naming_the_key():
+    from finetune.callbacks import HarnessEval
+    from finetune.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="harness_eval.fsdp_generation.*gathered, lockstep"):
+        HarnessEval(fsdp_generation="sharded")
+    assert HarnessEval().fsdp_generation == "gathered"  # no collective per token by default
+
+
+# Composer's full-state-dict checkpoints offload to the CPU, which segfaults in torch's FSDP
+# post-hook when the shards are already there (finetune/export.py); the A100 config is sharded.
 FSDP = "{sharding_strategy: FULL_SHARD, activation_checkpointing: true, state_dict_type: sharded}"
 
 
@@ -183,7 +193,8 @@ def test_two_rank_fsdp_export_loads_back_with_the_trained_logits(
     """export.folder at FIT_END under FULL_SHARD (a tiny Llama: RoPE buffers, untied head): the
     full state gathered by torch's distributed state-dict API, rebuilt on rank 0 from the meta
     device, written with safetensors, and transformers loads it back with the logits the trained
-    FSDP model gives. Before #34 rank 0 died in torch's state-dict hook (SIGSEGV)."""
+    FSDP model gives (and so does the plain copy each rank gathers for generation). Before #34
+    rank 0 died in torch's state-dict hook (SIGSEGV)."""
     from safetensors import safe_open
     from transformers import AutoModelForCausalLM
 
@@ -204,6 +215,10 @@ def test_two_rank_fsdp_export_loads_back_with_the_trained_logits(
     assert torch.equal(logits, trained["logits"])
     with safe_open(str(folder / "etai_heads.safetensors"), "pt") as heads:
         assert {"intent_head.0.weight", "tool_bias"} <= set(heads.keys())
+    # the full copy every rank gathers once to generate on its own (export.full_lm)
+    for rank in (0, 1):
+        gathered = torch.load(tmp_path / "report" / f"gathered_logits{rank}.pt")
+        assert torch.equal(gathered, trained["logits"])
 
 
 @pytest.mark.slow
@@ -211,18 +226,21 @@ def test_two_rank_fsdp_export_loads_back_with_the_trained_logits(
     not os.environ.get("ETAI_LONG"),
     reason="about 2 min on the busy 2-core machine: ETAI_LONG=1 runs it (make test-long)",
 )
-def test_two_rank_fsdp_evaluates_every_shard_in_lockstep(tmp_path, tiny_overrides, free_port):
+@pytest.mark.parametrize("generation", ["lockstep", "gathered"])
+def test_two_rank_fsdp_evaluates_every_shard(tmp_path, tiny_overrides, free_port, generation):
     """HarnessEval under FSDP: both ranks generate for their own shard (3 sessions: 2 on rank 0,
-    1 on rank 1), every forward a collective, so the ranks run the same generation rounds and the
-    rank with less to do pads them; rank 0 merges one folder. Without the lockstep a rank would
-    wait in another's all-gather until the timeout. The ``local`` sandbox (Node on this machine):
-    the test is about generation under FSDP, and Docker would triple its time."""
+    1 on rank 1) and rank 0 merges one folder. ``lockstep``: every forward a collective, so the
+    ranks run the same generation rounds and the rank with less to do pads them (without it a
+    rank would wait in another's all-gather until the timeout). ``gathered``: each rank generates
+    with its own full copy, no round at all. The ``local`` sandbox (Node on this machine): the
+    test is about generation under FSDP, and Docker would triple its time."""
     from harness.sessions import load_suite
 
     ids = [s.session_id for s in load_suite("jest-bugfix").sessions][:3]
     spec = (
         f"{{interval: 1ba, sandbox: local, sessions: [{', '.join(ids)}], k: 1, max_steps: 2, "
-        "workers: 1, budget_s: 150, allow_overlap: true, generation: {max_new_tokens: 8}}"
+        "workers: 1, budget_s: 150, allow_overlap: true, generation: {max_new_tokens: 8}, "
+        f"fsdp_generation: {generation}}}"
     )
     overrides = tiny_overrides(
         tmp_path, train__max_duration="1ba", train__fsdp=FSDP, callbacks__harness_eval=spec
@@ -232,8 +250,12 @@ def test_two_rank_fsdp_evaluates_every_shard_in_lockstep(tmp_path, tiny_override
         assert rep["harness"]["harness/error"] == 0.0, rep["harness"]
         assert rep["harness"]["harness/complete"] == 1.0
     rounds = [rep["harness_rounds"] for rep in reports]
-    assert rounds[0][0] == rounds[1][0] > 0  # every round is every rank's
-    assert rounds[0][1] + rounds[1][1] > 0  # uneven shards: some round was padded
+    print(f"{generation}: eval {reports[0]['harness'].get('harness/eval_seconds')} s, {rounds=}")
+    if generation == "lockstep":
+        assert rounds[0][0] == rounds[1][0] > 0  # every round is every rank's
+        assert rounds[0][1] + rounds[1][1] > 0  # uneven shards: some round was padded
+    else:
+        assert rounds == [[0, 0], [0, 0]]
     evals = tmp_path / "ckpt" / "harness-eval" / "ba1"
     rows = read_rows(evals / "results.jsonl")
     assert sorted(r["session_id"] for r in rows) == sorted(ids)
