@@ -57,7 +57,7 @@ test-fast: setup
 bench: setup
 	$(BIN)/python bench/jest_step.py
 
-# Every red-team technique on every session (make test runs the core ones); about 10 minutes.
+# Every red-team technique on every session (make test runs the core ones); about 21 minutes.
 redteam: setup
 	ETAI_REDTEAM=all $(BIN)/python -m pytest -q -s tests/harness/test_tamper.py
 
