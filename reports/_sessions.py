@@ -58,7 +58,9 @@ def _cell(c: Comparison, out: pd.DataFrame, links: Links | None, sid: str, arm: 
     if not links:
         return text
     paths = {r["label"]: r["path"] for r in c.runs}
-    first = c.rows[(c.rows["session_id"] == sid) & (c.rows["arm"] == arm)].iloc[0]
+    # the lowest sample, not the first row: rows are in the order episodes finished
+    mine = c.rows[(c.rows["session_id"] == sid) & (c.rows["arm"] == arm)]
+    first = mine.sort_values("sample", kind="stable").iloc[0]
     key = (paths.get(str(first["run"])), str(first["agent"]), sid, int(first["sample"]))
     return Link(text, f"{VIEW}#e/{links[key]}") if key in links else text
 
