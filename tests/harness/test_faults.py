@@ -185,7 +185,12 @@ def test_engine_stopped_mid_run_gives_infra_error_rows_exit_3_and_a_rerun_comple
         assert p.returncode == 3, stderr
         assert "Traceback" not in stderr and "INCOMPLETE" in stdout
         rows = read_rows(out / "results.jsonl")
-        assert sorted(r["status"] for r in rows) == ["infra_error", "infra_error", "passed"]
+        statuses = sorted(r["status"] for r in rows)
+        # The engine goes while the second episode acts, or, on a busy machine where the cut comes
+        # a little later, after it reached its verdict (it keeps it) and the third is acting: one
+        # or two infra_error rows, the rest passed; never a failed row made of an outage.
+        assert len(statuses) == 3 and statuses[0] == "infra_error", statuses
+        assert set(statuses) <= {"infra_error", "passed"} and statuses[-1] == "passed", statuses
         assert not [r for r in rows if "agent or harness error" in (r["reason"] or "")], rows
         assert json.loads((out / "summary.json").read_text())["complete"] is False
 
