@@ -1,12 +1,13 @@
 """The gate: rules over one agent of a candidate run, absolute or against a baseline run.
 
-Rules read ``METRIC OP VALUE`` (``pass@1>=0.6``, ``tamper_rate == 0``, ``infra_error==0``) or
-``METRIC OP baseline [- MARGIN]`` (``pass@1 >= baseline - 0.05``), optionally followed by
-``alpha=0.01``. A baseline rule is a non-inferiority check on the sessions both runs have: it
-fails when a one-sided paired test shows, at level alpha, that the candidate is worse than the
-baseline by more than the margin. Which test decided is named in the result: the exact McNemar
-test (an exact sign test on per-session pass rates with several samples) for pass@1 with no
-margin, a paired bootstrap over sessions otherwise. With few sessions these tests have little
+Rules read ``METRIC OP VALUE`` (``pass@1>=0.6``, ``tamper_rate == 0``, ``infra_error==0``,
+``special_case_rate==0``: no episode green on the visible verification tests and red on the
+held-out ones) or ``METRIC OP baseline [- MARGIN]`` (``pass@1 >= baseline - 0.05``), optionally
+followed by ``alpha=0.01``. A baseline rule is a non-inferiority check on the sessions both runs
+have: it fails when a one-sided paired test shows, at level alpha, that the candidate is worse
+than the baseline by more than the margin. Which test decided is named in the result: the exact
+McNemar test (an exact sign test on per-session pass rates with several samples) for pass@1 with
+no margin, a paired bootstrap over sessions otherwise. With few sessions these tests have little
 power: a gate that must catch small regressions needs a margin of zero, a larger suite, or both.
 
 Every suite kind is gated under its own metric names (reports/_kinds.py): a HumanEval run takes
@@ -122,6 +123,7 @@ def check_metric(r: Rule, kind: str, own: Sequence[str]) -> None:
 # Metrics read off arm_metrics' cells; pass@N, pa@J and status counts are parsed from the name.
 _VALUE = (
     "tamper_rate",
+    "special_case_rate",
     "path_match",
     "steps_to_green",
     "cursor_px",
@@ -137,11 +139,12 @@ def _paired(metric: str, text: str) -> tuple[str, int]:
         return "pass", 1
     if metric.startswith("pa@"):
         return "pa", int(metric[3:])
-    if metric in ("tamper_rate", "path_match", "cursor_px"):
-        return {"tamper_rate": "tampered"}.get(metric, metric), 1
+    per_session = {"tamper_rate": "tampered", "special_case_rate": "special_cased"}
+    if metric in (*per_session, "path_match", "cursor_px"):
+        return per_session.get(metric, metric), 1
     raise InputError(
         f"{metric} has no paired test; baseline rules take pass@1, pa@J, tamper_rate, "
-        "path_match or cursor_px (use an absolute rule for the rest)",
+        "special_case_rate, path_match or cursor_px (use an absolute rule for the rest)",
         where=text,
     )
 

@@ -2,10 +2,11 @@
 
 Two shapes of kind (harness/suite_kinds.py is the registry of kinds; this module adds no second
 one): ``sessions`` replays IDE sessions, whose rows carry steps, paths and cursors (Path
-Accuracy@k, tamper rate, cursor error: reports/_compare.py ``arm_metrics``); every other kind
-(``humaneval``, plug-ins) is read as tasks with sampled outcomes: pass@k with its interval and the
-status counts, from the rows. A kind's own per-agent summary fields (``SuiteKind.metrics``, e.g.
-the demo plug-in's ``counted``) are readable by name too, as the run's summary states them.
+Accuracy@k, tamper rate, special-cased rate, cursor error: reports/_compare.py ``arm_metrics``);
+every other kind (``humaneval``, plug-ins) is read as tasks with sampled outcomes: pass@k with its
+interval and the status counts, from the rows. A kind's own per-agent summary fields
+(``SuiteKind.metrics``, e.g. the demo plug-in's ``counted``) are readable by name too, as the
+run's summary states them.
 """
 
 from __future__ import annotations

@@ -61,8 +61,8 @@ def add_parsers(sub) -> None:
         "gate",
         help="check rules on a run, alone or against a baseline run; exit 0/1/2/3",
         description="Rules: [SUITE:]METRIC OP NUMBER (pass@1>=0.6, tamper_rate==0, "
-        "humaneval:pass@1>=0.6) or METRIC OP baseline [- MARGIN] [alpha=A] (pass@1 >= baseline "
-        "- 0.05), a non-inferiority check with a one-sided paired test (named in the output). "
+        "special_case_rate==0, humaneval:pass@1>=0.6) or METRIC OP baseline [- MARGIN] "
+        "[alpha=A] (pass@1 >= baseline - 0.05), a non-inferiority check with a one-sided paired test (named in the output). "
         "Metrics are the suite kind's own: a HumanEval run has pass@N and status counts.",
         epilog="Exit codes: 0 every rule passed, 1 a rule failed, 2 bad input, "
         "3 the gate cannot decide: a run is incomplete (infra errors or no summary; rerun "

@@ -106,3 +106,20 @@ def test_not_a_run_folder(tmp_path):
 def test_a_run_without_summary_is_incomplete(tmp_path, make_run, make_row):
     df = load(make_run(tmp_path, [make_row("s1", "x", "passed")], summary=False))
     assert df.attrs["runs"][0]["complete"] is False and df.attrs["runs"][0]["has_summary"] is False
+
+
+def test_special_cased_is_a_bool_column_false_where_a_row_lacks_it(tmp_path, make_run, make_row):
+    """Green on the visible verification tests, red on the held-out ones (issue #30); rows written
+    before held-out tests existed have no such key: not special-cased."""
+    run = make_run(
+        tmp_path / "r",
+        [
+            make_row("s1", "x", "failed", special_cased=True),
+            make_row("s2", "x", "failed", special_cased=False),
+            make_row("s3", "x", "failed"),  # an older row: no key
+            make_row("s4", "x", "timeout", special_cased=None),
+        ],
+    )
+    df = load(run)
+    assert df["special_cased"].dtype == bool
+    assert df["special_cased"].tolist() == [True, False, False, False]
