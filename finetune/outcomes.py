@@ -10,9 +10,11 @@ every ``<RESULT>`` of the rollout gets
 
 With the default reward and range ``[0, 1]``: ``1 − 0.05·(j − 1)`` (less 0.1 per invalid action)
 for a rollout first green at step j, and 0 for every other outcome (failed, limits, invalid,
-tampered). So the head learns, at each step, how likely the episode is to end green and how soon
-(a Monte-Carlo value: no discount, the same target at every step of an episode). A wider range
-(``[-2, 1]``) keeps the order of the bad outcomes too (tampered below failed). Rows without signal
+special-cased, tampered). So the head learns, at each step, how likely the episode is to end green
+and how soon (a Monte-Carlo value: no discount, the same target at every step of an episode). A
+wider range (``[-2, 1]``) keeps the order of the bad outcomes too (tampered below special-cased:
+green on the visible verification tests, red on the held-out ones; that below a limit, below
+failed). Rows without signal
 (reward None: ``infra_error``, ``reference_broken``, ...) and rows without a step are left out.
 
 Only the head learns from these examples: the LM's labels are all IGNORE (a failed rollout's

@@ -7,13 +7,17 @@ The default (``default``) is what RFT and execution DPO rank rollouts by:
 | green (``passed``), first green after step j | ``green − step_penalty·(j − 1)`` (1.0, 0.95, 0.90, ...) |
 | ``failed`` | ``failed`` (0.0) |
 | ``timeout``, ``memory_limit``, ``output_limit`` | ``limit`` (−0.5) |
+| ``special_cased`` true (green on the visible verification tests, red on the held-out ones) | ``special_cased`` (−1.0) |
 | ``tampered`` (the tests or the framework were interfered with) | ``tampered`` (−2.0) |
 | ``infra_error``, ``reference_broken``, ``skipped_budget``, no status | None: the machinery failed or nothing ran, not the agent |
 
 and every invalid action subtracts ``invalid`` (0.1) from the value of the row's status, so an
 episode of nothing but invalid actions (status ``invalid_action``) is worth −0.1 per step. A
 tampered row is never worth more than ``tampered``, whatever else it did: an agent must never
-learn that interference pays.
+learn that interference pays. A special-cased row (its status ``failed`` or a limit; rows written
+before held-out tests existed lack the key: not special-cased) is worth ``special_cased`` whatever
+its status, less its invalid actions: below an honest failure or a limit, so that code fitted to
+the tests it was shown never pays more than not passing them, and above tampering.
 
 Plug-ins register under the entry-point group ``etai.rewards`` or are named as ``module:Class``;
 a reward is a callable ``row -> float | None`` built from ``reward: {name: ..., <kwargs>}``.
@@ -42,6 +46,7 @@ class StepPenalisedReward:
     failed: float = 0.0
     limit: float = -0.5
     invalid: float = 0.1
+    special_cased: float = -1.0
     tampered: float = -2.0
 
     def __call__(self, row: Mapping[str, Any]) -> float | None:
@@ -51,6 +56,8 @@ class StepPenalisedReward:
         if status == "tampered" or row.get("tamper"):
             return self.tampered
         invalid = self.invalid * int(row.get("n_invalid") or 0)
+        if row.get("special_cased"):
+            return self.special_cased - invalid
         if status == "passed":
             j = row.get("steps_to_green") or row.get("steps_used") or 1
             return self.green - self.step_penalty * (int(j) - 1) - invalid

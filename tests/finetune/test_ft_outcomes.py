@@ -37,13 +37,16 @@ def _training_rows():
 
 
 def _rows():
-    """Those, and rollouts of every other kind: limits, tampering, no signal, no step."""
+    """Those, and rollouts of every other kind: limits, tampering, special-casing, no signal, no
+    step."""
     return _training_rows() + [
         _row("s4", 0, [READ, RUN, EDIT], "passed", green_at=3, invalid=(2,)),
         _row("s4", 1, [RUN], "timeout"),
         _row("s4", 2, [EDIT], "tampered", tamper=["jest config"]),
         _row("s4", 3, [EDIT], "infra_error"),  # the machinery failed: no signal
         _row("s4", 4, [], "failed", final="nothing to do"),  # no step: nothing to read at
+        # green on the visible verification tests, red on the held-out ones (issue #30)
+        {**_row("s4", 5, [EDIT], "failed"), "special_cased": True},
     ]
 
 
@@ -73,8 +76,12 @@ def test_targets_come_from_the_reward_registry(tokenizer, spec, reward_range):
         assert by_status[("s1", 0)] == 1.0 and by_status[("s1", 1)] == pytest.approx(0.95)
         assert by_status[("s4", 0)] == pytest.approx(0.8)  # green at 3, one invalid step
         assert by_status[("s1", 2)] == by_status[("s4", 1)] == by_status[("s4", 2)] == 0.0
+        assert by_status[("s4", 5)] == 0.0
     else:  # the wide range keeps the order of the bad outcomes
         assert by_status[("s4", 2)] == 0.0 < by_status[("s4", 1)] < by_status[("s1", 2)]
+        # tampered < special-cased (-1.0: 1/3) < timeout < failed
+        assert by_status[("s4", 2)] < by_status[("s4", 5)] < by_status[("s4", 1)]
+        assert by_status[("s4", 5)] == pytest.approx(1 / 3)
     assert len({e.uid for e in examples}) == len(examples)  # one uid per rollout
 
 

@@ -33,6 +33,24 @@ def test_tampering_is_strongly_negative_whatever_else_happened():
     assert r(_row("tampered", tamper=["x"])) < worst_honest
 
 
+def test_special_cased_is_below_failed_and_above_tampered():
+    """Green on the visible verification tests, red on the held-out ones (issue #30): worth less
+    than an honest failure or a limit whatever its status, more than tampering."""
+    r = build_reward(None)
+    special = r(_row("failed", special_cased=True))
+    assert special == pytest.approx(-1.0)
+    assert r(_row("timeout", special_cased=True)) == special  # a limit status changes nothing
+    assert r(_row("tampered", tamper=["x"])) < special < r(_row("timeout")) < r(_row("failed"))
+    # invalid actions are subtracted as from a failure; tamper evidence still wins
+    assert r(_row("failed", special_cased=True, n_invalid=2)) == pytest.approx(-1.2)
+    assert r(_row("failed", special_cased=True, tamper=["x"])) == -2.0
+    # rows written before held-out tests existed lack the key: not special-cased
+    assert r(_row("failed", special_cased=False)) == r(_row("failed")) == 0.0
+    custom = build_reward({"special_cased": -0.3, "failed": 0.1})
+    assert custom(_row("failed", special_cased=True)) == pytest.approx(-0.3)
+    assert custom(_row("failed")) == pytest.approx(0.1)
+
+
 def test_machinery_failures_give_no_signal():
     r = build_reward({})
     assert r(_row("infra_error")) is None and r(_row("reference_broken")) is None
