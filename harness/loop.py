@@ -10,6 +10,7 @@ Nothing the agent or its code does escapes as an exception: failures become the 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -29,7 +30,7 @@ from harness.etai_format import (
 )
 from harness.sandbox import Sandbox, Status, ToolFailure, close_quietly
 from harness.sessions import Cursor, Session, first_difference, line_and_column
-from harness.verify import Gold, Verdict, take_baseline, verify
+from harness.verify import Baseline, Gold, Verdict, take_baseline, verify
 
 MUTATING = ("file_edit", "file_write")
 # The verdict of an episode in which no tool that writes files was called, when the preflight ran
@@ -97,6 +98,7 @@ def run_episode(
     max_steps: int,
     passing: Iterable[str] | None = None,
     gold: Gold | None = None,
+    held_out_gold: Gold | None = None,
 ) -> dict[str, Any]:
     """Play one rollout and return its result row (without run bookkeeping such as the cache key).
 
@@ -118,7 +120,10 @@ def run_episode(
                 if deadline is None
                 else _start_before(deadline, start_sandbox, session, agent.spec)
             )
-        _play(sb, session, agent, sample, row, k=k, max_steps=max_steps, passing=passing, gold=gold)
+        _play(
+            sb, session, agent, sample, row, k=k, max_steps=max_steps, passing=passing,
+            gold=gold, held_out_gold=held_out_gold,
+        )  # fmt: skip
     except BudgetSkipped as e:  # not run at all: its own status, not a failure of the machinery
         row.update(status=Status.SKIPPED_BUDGET.value, reason=str(e))
     except InfraError as e:
@@ -205,6 +210,8 @@ def _new_row(session: Session, agent: Agent, sample: int, k: int, max_steps: int
         "cursor_source": None,
         "reason": None,
         "tamper": [],
+        # Green on the visible tests, red on the held-out ones (harness/verify.py ``held_out``).
+        "special_cased": False,
         "checks": [],
         "phases": {},
         # Rollouts as data (finetune.rollouts): with these a row re-renders every prompt the agent
@@ -247,11 +254,18 @@ def _play(
     max_steps: int,
     passing: Iterable[str] | None,
     gold: Gold | None,
-) -> Verdict:
-    """The agent's steps in a started sandbox, then the final verdict; fills ``row``, returns the verdict."""
+    held_out_gold: Gold | None = None,
+) -> tuple[Verdict, Verdict | None]:
+    """The agent's steps in a started sandbox, then the final verdict; fills ``row``, returns the
+    verdict on the visible tests and, for a session with held-out tests whose workspace ended green
+    on them, the verdict of the final run with the held-out tests too (else None)."""
     row["image"] = sb.image
     with _timed(row, "baseline"):
-        base = take_baseline(sb, sb.test_files, passing=passing, gold=gold)
+        base = take_baseline(
+            sb, sb.test_files, passing=passing, gold=gold, held_out=session.held_out,
+            held_out_gold=held_out_gold,
+        )  # fmt: skip
+    greens: list[tuple[int, str]] = []  # (step, workspace state) of visible greens: held-out only
     with _timed(row, "agent"):
         episode = agent.start(TaskView.of(session, max_steps=max_steps, k=k), sample)
     observations: list[dict[str, Any]] = row["observations"]  # what the agent saw, step by step
@@ -322,6 +336,8 @@ def _play(
             _note_tamper(row, verdict.tamper)
             if verdict.green and not row["tamper"] and row["steps_to_green"] is None:
                 row["steps_to_green"] = i
+            if verdict.green and session.held_out:
+                greens.append((i, _state(sb)))
     row["steps_used"] = len(row["steps"])
     # Green at the end: reuse the last verdict if nothing changed since, else verify now.
     last_mutation = max((s["step"] for s in row["steps"] if s["tool"] in MUTATING), default=0)
@@ -332,6 +348,22 @@ def _play(
         with _timed(row, "verify"):
             verdict = verify(sb, base, list(session.verify_files))
         _note_tamper(row, verdict.tamper)
+    visible, full = verdict, None
+    if session.held_out and verdict.green and not row["tamper"]:
+        # Held-out tests run once, after the agent's last step: nothing of the agent's acts after
+        # they were on disk. The episode's green step is the first at which the workspace was
+        # already the one that passes them; a green reached by special-casing and fixed later
+        # counts from the fix.
+        final_state = _state(sb)
+        with _timed(row, "verify"):
+            full = verify(sb, base, list(session.verify_files), held_out=True)
+        _note_tamper(row, full.tamper)
+        row["held_out"] = {"green": full.green, "reason": full.reason, "files": len(base.held_out)}
+        verdict = full
+        if full.green:
+            row["steps_to_green"] = next((i for i, st in greens if st == final_state), None)
+        elif not row["tamper"]:
+            row["special_cased"] = True
     row["verification"] = verdict.to_dict()
     row["checks"] = list(verdict.checks)
     transcript = getattr(episode, "transcript", None)  # a text agent's prompts and raw outputs
@@ -346,11 +378,22 @@ def _play(
         row["steps_to_green"] = None
         if "tamper" not in row["checks"]:
             row["checks"].insert(0, "tamper")
+    if row["special_cased"]:
+        row["steps_to_green"] = None
     row["green"] = verdict.green and not row["tamper"]
     row["status"] = _status(row, verdict)
     if not row["green"]:
         row["reason"] = f"tampered: {row['tamper'][0]}" if row["tamper"] else verdict.reason
-    return verdict
+        if row["special_cased"]:
+            row["reason"] = f"special_cased: {verdict.reason}"
+    return visible, full
+
+
+def _state(sb: Sandbox) -> str:
+    """The workspace's changes as git sees them (new files included), hashed: equal states, equal
+    verdicts."""
+    text = sb.request("git", {"cmd": "diff"})["text"]
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _status(row: dict[str, Any], verdict: Verdict) -> str:
@@ -368,16 +411,18 @@ def _status(row: dict[str, Any], verdict: Verdict) -> str:
 def preflight(session: Session, oracle: Agent, *, start_sandbox: SandboxFactory) -> dict[str, Any]:
     """Replay the reference: ok only if it reaches green within its own steps from a non-green start,
     untampered. Returns what episodes reuse: the tests passing at the start and the gold record of
-    the reference's verification (two runs, so that a count that varies takes its minimum)."""
+    the reference's verification (two runs, so that a count that varies takes its minimum). A
+    session with held-out tests also needs them green on the reference (their own gold record) and
+    not all passing on the pristine workspace: tests that do not see the bug hold nothing out."""
     sb = start_sandbox(session)
     try:
-        base = take_baseline(sb, sb.test_files)
+        base = take_baseline(sb, sb.test_files, held_out=session.held_out)
         if verify(sb, base, list(session.verify_files), run=base.run).green:
             return {"ok": False, "reason": "workspace is green before any action"}
         row = _new_row(
             session, oracle, 0, len(session.execution_trace), len(session.execution_trace)
         )
-        verdict = _play(
+        verdict, full = _play(
             sb,
             session,
             oracle,
@@ -401,14 +446,58 @@ def preflight(session: Session, oracle: Agent, *, start_sandbox: SandboxFactory)
         gold = Gold.from_outcomes(
             [verdict.tests, again.tests], session.verify_files or base.test_files
         )
-        return {
+        flight = {
             "ok": True,
             "reason": None,
             "steps_to_green": row["steps_to_green"],
             "passing": sorted(base.passing),
             "gold": gold.to_json(),
         }
+        if full is not None:
+            again = verify(sb, base, list(session.verify_files), held_out=True)
+            if not again.green:
+                return {
+                    "ok": False,
+                    "reason": f"the reference's green with held-out tests does not repeat: "
+                    f"{again.reason}",
+                }
+            held = Gold.from_outcomes(
+                [full.tests, again.tests],
+                [*session.held_out, *(session.verify_files or base.test_files)],
+            )
+            problem = _held_out_problem(session, start_sandbox, base, gold, held)
+            if problem:
+                return {"ok": False, "reason": problem}
+            flight["held_out_gold"] = held.to_json()
+        return flight
     except EtaiError as e:  # InfraError included
         raise InfraError(f"preflight of {session.session_id}: {e}") from e
+    finally:
+        sb.close()
+
+
+def _held_out_problem(
+    session: Session, start_sandbox: SandboxFactory, base: Baseline, gold: Gold, held: Gold
+) -> str | None:
+    """Why the held-out tests hold nothing out, or None: on the pristine workspace (a sandbox of
+    its own: this one holds the reference's fix) at least one held-out test must not pass, and
+    every held-out file must have a test the reference passed."""
+    files = sorted(session.held_out)
+    own = {t for t in held.tests if t not in gold.tests}  # held-out cases, not visible ones
+    for f in files:
+        if not any(t.split("::", 1)[0] == f for t in own):
+            return f"held-out file {f} has no test of its own that the reference passed"
+    sb = start_sandbox(session)
+    try:
+        pristine = take_baseline(
+            sb, sb.test_files, passing=base.passing, held_out=session.held_out, held_out_gold=held
+        )
+        run = verify(sb, pristine, list(session.verify_files), held_out=True)
+        if run.tamper:
+            return f"the held-out run on the pristine workspace trips an integrity check: {run.tamper[0]}"
+        passed = {t.id for t in run.tests if t.status == "passed"}
+        if own <= passed:
+            return "every held-out test passes on the pristine workspace: they do not catch the bug"
+        return None
     finally:
         sb.close()

@@ -41,6 +41,7 @@ class SessionKind:
         "cursor",
         "invalid_actions",
         "tamper_rate",
+        "special_case_rate",
         "n_infra_error",
         "n_skipped_budget",
         "reference_broken",
@@ -144,6 +145,7 @@ class EpisodeJob:
     sample: int
     passing: tuple[str, ...]  # what the session's preflight measured (loop.run_episode)
     gold: dict[str, Any]
+    held_out_gold: dict[str, Any] | None = None  # a session with held-out tests
 
 
 class SessionWorker:
@@ -174,6 +176,7 @@ class SessionWorker:
             max_steps=self.max_steps,
             passing=job.passing,
             gold=Gold.from_json(job.gold),
+            held_out_gold=Gold.from_json(job.held_out_gold),
         )
 
     def close(self) -> None:
@@ -319,6 +322,7 @@ def _run(
                                 sample,
                                 tuple(flight["passing"]),
                                 flight["gold"],
+                                flight.get("held_out_gold"),
                             )
                         )
 

@@ -87,6 +87,19 @@ class Session:
     # The suite's sandbox variables (suite.yaml `sandbox.env`): they change what Jest reports, so
     # they are part of the hash. node_modules is not: the lockfile that decides it is a workspace file.
     sandbox_env: tuple[tuple[str, str], ...] = ()
+    # Held-out verification tests (``held_out_tests``: a folder of the suite whose files mirror
+    # workspace paths): never in the sandbox while the agent acts, written in only for the final
+    # verification (harness/loop.py). None: the session has none.
+    held_out_dir: Path | None = None
+
+    @functools.cached_property
+    def held_out(self) -> dict[str, bytes]:
+        """The held-out test files, workspace path -> content (read once; empty when none)."""
+        if self.held_out_dir is None:
+            return {}
+        from harness.sandbox._runner import workspace_paths
+
+        return {rel: p.read_bytes() for rel, p in workspace_paths(self.held_out_dir)}
 
     @functools.cached_property
     def content_hash(self) -> str:
@@ -98,6 +111,8 @@ class Session:
         for p in sorted(self.workspace.rglob("*")):
             if p.is_file() and "node_modules" not in p.parts:
                 h.update(str(p.relative_to(self.workspace)).encode() + b"\0" + p.read_bytes())
+        for rel, data in sorted(self.held_out.items()):  # hashed like the other tests
+            h.update(b"held-out\0" + rel.encode() + b"\0" + data)
         return h.hexdigest()[:24]
 
 
@@ -396,12 +411,56 @@ def _session(
         if "cursor_target" in obj
         else probs.add(where, "cursor_target", "missing")
     )
+    held = (
+        _held_out_folder(obj["held_out_tests"], where, root, probs, ws)
+        if "held_out_tests" in obj
+        else None
+    )
     if len(probs.items) > n_before:
         return None
     return Session(
         sid, instr, ide, tuple(steps), final, ws, tuple(vfiles), intent, target, raw=obj,
-        sandbox_env=env,
+        sandbox_env=env, held_out_dir=held,
     )  # fmt: skip
+
+
+MAX_HELD_OUT_BYTES = 4 << 20
+
+
+def _held_out_folder(
+    rel: Any, where: str, root: Path, probs: _Problems, ws: Path | None
+) -> Path | None:
+    """``held_out_tests``: a folder inside the suite whose files are test files at workspace paths
+    (protected by name or place, so that workspace code may not load them and changing one is
+    seen). A file may be new, or replace a workspace test file that the session ships stripped of
+    the held-out cases. Problems are added to ``probs``; the folder is returned when sound."""
+    from harness.sandbox._runner import workspace_paths
+    from harness.verify import is_protected
+
+    field_ = "held_out_tests"
+    folder = _base_folder(root, rel)
+    if folder is None:
+        probs.add(where, field_, "must name a folder inside the suite")
+        return None
+    files = list(workspace_paths(folder))
+    if not files:
+        probs.add(where, field_, f"{rel} holds no file")
+        return None
+    total = 0
+    for name, p in files:
+        total += p.stat().st_size
+        if not is_protected(name):
+            probs.add(
+                where,
+                field_,
+                f"{name} is not a test path (a test folder, or a name such as *.test.js), "
+                "so workspace code could load it",
+            )
+        elif ws is not None and (ws / name).is_symlink():
+            probs.add(where, field_, f"{name} replaces a symlink of the workspace")
+    if total > MAX_HELD_OUT_BYTES:
+        probs.add(where, field_, f"{rel} holds {total} bytes, over {MAX_HELD_OUT_BYTES}")
+    return folder
 
 
 def _base_folder(root: Path, rel: Any) -> Path | None:

@@ -26,7 +26,17 @@ def session_table(summary: dict[str, Any]) -> str:
     heads = (
         ["agent"]
         + [f"PA@{j}" for j in range(1, k + 1)]
-        + ["pass@1", "steps→green", "path@k", "cursor px", "invalid", "tamper", "infra", "broken"]
+        + [
+            "pass@1",
+            "steps→green",
+            "path@k",
+            "cursor px",
+            "invalid",
+            "tamper",
+            "special-cased",
+            "infra",
+            "broken",
+        ]
         + (["skipped"] if skipped else [])
     )
     lines = []
@@ -41,6 +51,7 @@ def session_table(summary: dict[str, Any]) -> str:
                 _fmt(m["cursor"]["median_px"]),
                 str(m["invalid_actions"]),
                 _fmt(m["tamper_rate"]),
+                _fmt(m.get("special_case_rate")),
                 str(m["n_infra_error"]),
                 str(len(m["reference_broken"])),
             ]

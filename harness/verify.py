@@ -13,7 +13,10 @@ row shows which one fired:
 - ``gold``: every verification test the reference passed (``Gold``) passes again, as many times as
   it exists, each with at least as many passing assertions as the reference made (see ``Gold``);
 - ``regression``: no test that passed on the pristine workspace fails now;
-- ``reported``: every test file Jest listed at the start reported.
+- ``reported``: every test file Jest listed at the start reported;
+- ``held_out``: (the final verification of a session with held-out tests, ``held_out=True``) the
+  held-out tests, written into the workspace for this one run, pass as the reference's did.
+  A workspace green on its visible tests and red here special-cased them (harness/loop.py).
 """
 
 from __future__ import annotations
@@ -115,6 +118,10 @@ class Baseline:
     test_files: tuple[str, ...]
     protected_listing: frozenset[str] = frozenset()  # protected-by-place files present at the start
     gold: Gold | None = None
+    # The session's held-out test files (path -> content) and what the reference's runs with them
+    # showed: used only by a verification with ``held_out=True``.
+    held_out: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
+    held_out_gold: Gold | None = None
     # The Jest run this baseline made of the pristine workspace, if it made one: a verdict on that
     # same workspace needs no second run (the preflight's "not green at the start"; #15).
     run: jest.JestResult | None = field(default=None, compare=False, repr=False)
@@ -174,6 +181,8 @@ def take_baseline(
     passing: Iterable[str] | None = None,
     gold: Gold | None = None,
     timeout: float | None = None,
+    held_out: Mapping[str, bytes] | None = None,
+    held_out_gold: Gold | None = None,
 ) -> Baseline:
     """The pristine workspace. ``passing`` (tests passing at the start) comes from the preflight when
     it has measured them; otherwise one Jest run measures it here."""
@@ -185,8 +194,9 @@ def take_baseline(
     listed = set(test_files) | set(sb.config_files)
     protected = protected_paths(listing, listed)
     return Baseline(
-        _hashes(sb, protected), frozenset(passing), tuple(test_files), listing, gold, run
-    )
+        _hashes(sb, protected), frozenset(passing), tuple(test_files), listing, gold,
+        dict(held_out or {}), held_out_gold, run,
+    )  # fmt: skip
 
 
 def _passed(run: jest.JestResult) -> set[str]:
@@ -202,16 +212,20 @@ def verify(
     *,
     timeout: float | None = None,
     run: jest.JestResult | None = None,
+    held_out: bool = False,
 ) -> Verdict:
     """Is the workspace green now (module docstring)? ``run``: a Jest run already made of the
-    workspace as it is now (the baseline's, when nothing has been done since), else one is made."""
+    workspace as it is now (the baseline's, when nothing has been done since), else one is made.
+    ``held_out``: the run includes the session's held-out tests (``base.held_out``), written in
+    after the protected files are checked and put back after the run."""
     fired: list[tuple[str, str]] = []
+    extra = set(base.held_out)
     changed = sorted(
         p for p, h in _hashes(sb, list(base.protected)).items() if h != base.protected[p]
     )
     listing = _listing(sb)
-    added, removed = (
-        sorted(listing - base.protected_listing),
+    added, removed = (  # a held-out file left by an earlier final verification is the runner's
+        sorted(listing - base.protected_listing - extra),
         sorted(base.protected_listing - listing),
     )
     if changed or added or removed:
@@ -226,7 +240,11 @@ def verify(
                 ),
             )
         )
-    run = run or _full_run(sb, timeout)
+    if held_out and extra:
+        run = _held_out_run(sb, base, timeout)
+    else:
+        held_out = False
+        run = run or _full_run(sb, timeout)
     failed = [{"name": f.name, "file": f.file, "message": f.message} for f in run.failed_tests]
     if run.tamper:
         fired.append(("tamper", f"tampered: {run.tamper[0]}"))
@@ -242,10 +260,17 @@ def verify(
         fired.append(("verification", f"{len(bad)} verification test(s) fail"))
     elif not any(t.split("::", 1)[0] in wanted for t in passed_now):
         fired.append(("verification", "no verification test passed"))
-    if base.gold is not None and run.evidence == "nonce":
-        problem = _gold_problem(base.gold, run.tests)
+    if held_out:
+        bad = [f for f in run.failed_tests if f.file in extra]
+        if bad:
+            fired.append(("held_out", f"{len(bad)} held-out test(s) fail"))
+        elif not any(t.split("::", 1)[0] in extra for t in passed_now):
+            fired.append(("held_out", "no held-out test passed"))
+    gold = base.held_out_gold if held_out else base.gold
+    if gold is not None and run.evidence == "nonce":
+        problem = _gold_problem(gold, run.tests)
         if problem:
-            fired.append(("gold", problem))
+            fired.append(("held_out" if held_out else "gold", problem))
     regressed = sorted(base.passing - passed_now)
     if regressed:
         fired.append(
@@ -258,10 +283,25 @@ def verify(
         fired[0][1] if fired else None,
         run.status,
         failed,
-        [c for c, _ in fired],
+        list(dict.fromkeys(c for c, _ in fired)),
         run.tamper,
         run.tests,
     )
+
+
+def _held_out_run(sb: Sandbox, base: Baseline, timeout: float | None) -> jest.JestResult:
+    """One graded run with the held-out files in the workspace. The runner writes them (the sandbox
+    user cannot write the workspace) and a replaced test file gets its shipped content back after
+    the run, so its hash matches again; a new one stays, ignored by the listing check, until the
+    container is reset (nothing of the agent's runs after the final verification)."""
+    originals = {p: sb.read_file(p) for p in base.held_out if base.protected.get(p) is not None}
+    try:
+        for p, data in sorted(base.held_out.items()):
+            sb.write_file(p, data)
+        return _full_run(sb, timeout)
+    finally:
+        for p, data in originals.items():
+            sb.write_file(p, data)
 
 
 def _gold_problem(gold: Gold, outcomes: list[jest.TestOutcome]) -> str | None:

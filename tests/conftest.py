@@ -27,6 +27,8 @@ def copy_suite(root: Path, ids: list[str], mutate=None) -> Path:
         s = json.loads(line)
         if s["session_id"] in ids:
             shutil.copytree(BUNDLED / s["workspace"], root / s["workspace"])
+            if s.get("held_out_tests"):
+                shutil.copytree(BUNDLED / s["held_out_tests"], root / s["held_out_tests"])
             lines.append(json.dumps(mutate(copy.deepcopy(s)) if mutate else s))
     (root / "sessions.jsonl").write_text("\n".join(lines) + "\n")
     return root

@@ -42,6 +42,8 @@ def one_session_suite(tmp_path: Path):
     first = json.loads((BUNDLED / "sessions.jsonl").read_text(encoding="utf-8").splitlines()[0])
     root = tmp_path / "suite"
     shutil.copytree(BUNDLED / first["workspace"], root / first["workspace"])
+    if first.get("held_out_tests"):
+        shutil.copytree(BUNDLED / first["held_out_tests"], root / first["held_out_tests"])
 
     def write(*sessions: dict | str) -> Path:
         lines = [s if isinstance(s, str) else json.dumps(s) for s in sessions]
@@ -165,6 +167,34 @@ def test_malformed_session_names_session_field_and_reason(
     assert expected in str(e.value)
     assert main(["suite", "validate", str(root)]) == 2
     assert expected in capsys.readouterr().err
+
+
+def test_held_out_tests_are_a_folder_of_test_files_and_part_of_the_hash(one_session_suite):
+    first, write = one_session_suite
+    root = write(first)
+    held = root / "held" / first["session_id"]
+    problems = {
+        "held/none": "held_out_tests: must name a folder inside the suite",
+        "../outside": "held_out_tests: must name a folder inside the suite",
+        "held/empty": "held_out_tests: held/empty holds no file",
+        f"held/{first['session_id']}": "src/extra.js is not a test path",
+    }
+    (root / "held" / "empty").mkdir(parents=True)
+    (held / "tests").mkdir(parents=True)
+    (held / "src").mkdir()
+    (held / "tests" / "more.test.js").write_text("test('x', () => {});\n")
+    (held / "src" / "extra.js").write_text("module.exports = 1;\n")
+    for rel, expected in problems.items():
+        with pytest.raises(InputError) as e:
+            load_suite(write({**first, "held_out_tests": rel}))
+        assert expected in str(e.value), (rel, str(e.value))
+    (held / "src" / "extra.js").unlink()
+    s = load_suite(write({**first, "held_out_tests": f"held/{first['session_id']}"})).sessions[0]
+    assert s.held_out == {"tests/more.test.js": b"test('x', () => {});\n"}
+    before = s.content_hash
+    (held / "tests" / "more.test.js").write_text("test('y', () => {});\n")
+    again = load_suite(root).sessions[0]
+    assert again.content_hash != before  # a held-out test changed: no cached verdict is reused
 
 
 def test_duplicate_ids_bad_json_and_non_object_lines(one_session_suite):
