@@ -22,6 +22,7 @@
     gold: 'a verification test the reference passed does not pass as it did (alone: it passed with fewer assertions, special-cased)',
     regression: 'a test that passed at the start fails now',
     reported: 'a test file Jest listed at the start did not report',
+    held_out: 'green on the visible tests, red on the held-out tests the agent never saw: special-cased',
   };
 
   function clean(v) {
