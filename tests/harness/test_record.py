@@ -25,6 +25,7 @@ def _small_suite(root: Path, n: int) -> tuple[Path, list[dict]]:
         shutil.copytree(
             BUNDLED / "workspaces" / s["session_id"], root / "workspaces" / s["session_id"]
         )
+        shutil.copytree(BUNDLED / s["held_out_tests"], root / s["held_out_tests"])
         for step in s["execution_trace"]:
             step["execution_result"] = {"status": "stale"}
     (root / "sessions.jsonl").write_text("".join(json.dumps(s) + "\n" for s in kept))

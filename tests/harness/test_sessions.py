@@ -323,6 +323,7 @@ def property_suite(tmp_path_factory):
     first = json.loads((BUNDLED / "sessions.jsonl").read_text(encoding="utf-8").splitlines()[0])
     root = tmp_path_factory.mktemp("prop") / "suite"
     shutil.copytree(BUNDLED / first["workspace"], root / first["workspace"])
+    shutil.copytree(BUNDLED / first["held_out_tests"], root / first["held_out_tests"])
     return first, root
 
 
