@@ -26,7 +26,7 @@ from harness.errors import InputError, SandboxDead
 from harness.results import RunFolder, write_json_atomic, write_text_atomic
 from harness.sandbox import Limits, Status, close_quietly, provider
 from harness.sandbox._runner import workspace_paths
-from harness.suite_build import compose, mutants
+from harness.suite_build import compose, held_out, mutants
 from harness.suite_build.deps import has_lockfile, node_modules, resolve_lockfile
 
 DROP_REASONS = (
@@ -53,6 +53,7 @@ class BuildOptions:
     sandbox: str = "docker"
     related: bool = True  # a mutant runs only the test files that depend on its file (Jest's graph)
     resolve_lockfile: bool = False  # a project without a lockfile gets one resolved into the base
+    held_out: str = "split"  # split: hold out part of each mutant's killing cases (held_out.py)
 
 
 def _default_src(project: Path) -> tuple[str, ...]:
@@ -235,16 +236,27 @@ def evaluate(
             box.sb.write_file(m.file, text.encode())
 
 
-def record(box: Box, sess: dict[str, Any], m: mutants.Mutant, text: str) -> list[dict]:
+def record(
+    box: Box,
+    sess: dict[str, Any],
+    m: mutants.Mutant,
+    text: str,
+    cut: held_out.Split | None = None,
+) -> list[dict]:
     """The reference trace run with the real tools on the mutated file (what `etai suite record`
-    returns for it); its file_edit restores the original, which the caller checks."""
+    returns for it), on test files with the held-out cases cut when ``cut``: the trace records
+    only what the agent will see. Its file_edit restores the original, which the caller checks."""
     from harness.record import replay_steps
 
     box.sb.write_file(m.file, m.apply(text).encode())
+    for f, t in (cut.stripped if cut else {}).items():
+        box.sb.write_file(f, t.encode())
     try:
         return replay_steps(box.sb, sess["execution_trace"])
     finally:
         box.sb.write_file(m.file, text.encode())
+        for f, t in (cut.whole if cut else {}).items():
+            box.sb.write_file(f, t.encode())
 
 
 def build(
@@ -336,12 +348,18 @@ def _build(
                 verdict, details = evaluate(box, m, text, base, timeout, related=opts.related)
                 row["verdict"] = verdict
                 if verdict == "kept":
-                    sess = compose.session(name, m, text, details["failures"], rng)
-                    steps = record(box, sess, m, text)
+                    failures, cut = _held_out(out, opts, m, details["failures"], row)
+                    sess = compose.session(name, m, text, failures, rng)
+                    if cut is not None:
+                        sess["workspace"]["patch"] += cut.patch
+                        sess["held_out_tests"] = f"held_out/{sess['session_id']}"
+                    steps = record(box, sess, m, text, cut)
                     if steps[-1]["execution_result"].get("status") != "ok":
                         row["verdict"] = "reference_fails"
                     else:
                         sess["execution_trace"] = steps
+                        if cut is not None:
+                            _write_held_out(out / sess["held_out_tests"], cut)
                         row["session"] = sess
                         n_kept += 1
                         kept_per[m.file] += 1
@@ -362,6 +380,32 @@ def _build(
     summary = _summary(name, done, base, unparsed, len(order), time.monotonic() - t0)
     write_json_atomic(out / "summary.json", summary)
     return summary
+
+
+def _held_out(
+    out: Path, opts: BuildOptions, m: mutants.Mutant, failures: list, row: dict[str, Any]
+) -> tuple[list, held_out.Split | None]:
+    """The session's failures (the first one's line as in its cut file) and its split, if any;
+    the row records which held-out cases, or why none (held_out.py has the rule)."""
+    if opts.held_out != "split":
+        return failures, None
+    texts = {
+        f: (out / "base" / f).read_text(encoding="utf-8")
+        for f in sorted({x.test_file for x in failures})
+    }
+    # Seeded per mutant: the choice does not depend on which mutants were kept before it.
+    got = held_out.split(failures, texts, random.Random(f"{opts.seed}:{m.id}"))
+    if isinstance(got, str):
+        row["held_out"] = {"why_none": got}
+        return failures, None
+    row["held_out"] = {"tests": got.held}
+    return [got.first, *failures[1:]], got
+
+
+def _write_held_out(folder: Path, cut: held_out.Split) -> None:
+    for f, t in cut.whole.items():
+        (folder / f).parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(folder / f, t)
 
 
 def _suite_yaml(name: str, opts: BuildOptions) -> str:
@@ -416,6 +460,17 @@ def _summary(name, done, base, unparsed, candidates, seconds) -> dict[str, Any]:
         "dropped": dict(Counter(r["verdict"] for r in rows if r["verdict"] != "kept")),
         "per_operator": dict(sorted(per_op.items())),
         "per_intent": dict(Counter(r["intent"] for r in kept)),
+        # Sessions with held-out tests, and why the others have none (held_out.py's rule).
+        "held_out": {
+            "with": sum(1 for r in kept if "tests" in r.get("held_out", {})),
+            "without": dict(
+                Counter(
+                    r.get("held_out", {}).get("why_none", "not_split")
+                    for r in kept
+                    if "tests" not in r.get("held_out", {})
+                )
+            ),
+        },
         "baseline": {
             "runs": base["runs"],
             "seconds": base["seconds"],

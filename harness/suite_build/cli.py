@@ -45,6 +45,14 @@ def add_parser(suite_sub) -> None:
         "(npm install --package-lock-only, the registry's versions of today, peer dependencies as "
         "npm 6 did); it is kept in the suite's base, so the suite installs the same way later",
     )  # fmt: skip
+    b.add_argument(
+        "--held-out",
+        choices=("split", "none"),
+        default="split",
+        help="split (default): a mutant killed by two or more test cases holds half of them out "
+        "(never seen by the agent, run at the final verification: special-casing is caught); "
+        "none: every test visible",
+    )
     b.add_argument("--sandbox", default="docker", help="the sandbox (default docker)")
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -83,6 +91,7 @@ def _build(args: argparse.Namespace) -> int:
         per_function=args.per_function,
         sandbox=args.sandbox,
         related=not args.whole_suite,
+        held_out=args.held_out,
         resolve_lockfile=args.resolve_lockfile,
     )
     summary = build(
