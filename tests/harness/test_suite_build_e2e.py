@@ -68,13 +68,40 @@ def test_the_built_suite_reads_like_a_developers_sessions(built):
         assert edit.tool_args == {"file": patch["file"], "old": patch["new"], "new": patch["old"]}
         assert read.execution_result["content"] == (s.workspace / patch["file"]).read_text()
         assert any(f["name"] in s.user_instruction for f in run1.execution_result["failed_tests"])
+        _held_out_is_unseen(built, s, run1)
     summary = json.loads((built / "summary.json").read_text())
     assert summary["kept"] == len(suite.sessions) and summary["tried"] >= summary["kept"]
+    # Issue #30's split: most sessions hold part of their killing cases out (8 of the first 10).
+    held = [s for s in suite.sessions if s.held_out]
+    assert summary["held_out"]["with"] == len(held) >= 0.6 * len(suite.sessions), summary
     base = json.loads((built / "baseline.json").read_text())
     assert base["runs"] == 3 and len(base["passing"]) >= 70
     # Under the sandbox's guard a second copy of `expect` cannot install its matchers: that test
     # file fails every run, so it is left out of what a mutant may be caught by.
     assert "test/utils/isPlainObject.spec.js::(test file failed to run)" in base["failing"]
+
+
+def _held_out_is_unseen(built: Path, s, run1) -> None:
+    """A held-out file is its test file whole; the session's own copy lacks the held-out cases,
+    and nothing the agent is shown names them."""
+    if not s.held_out:
+        return
+    for f, whole in s.held_out.items():
+        assert whole == (built / "base" / f).read_bytes()
+        assert (s.workspace / f).read_bytes() != whole  # cases cut
+    row = json.loads(
+        next(
+            line
+            for line in (built / "mutants.jsonl").read_text().splitlines()
+            if s.session_id in line and '"kept"' in line
+        )
+    )
+    shown = json.dumps([s.user_instruction, s.raw["ide_context"], s.raw["execution_trace"]])
+    for tid in row["held_out"]["tests"]:
+        name = tid.split("::", 1)[1]
+        assert name not in shown, (s.session_id, name)
+        file = tid.split("::", 1)[0]
+        assert name.rsplit(" ", 1)[-1] in s.held_out[file].decode()
 
 
 def test_oracle_reaches_green_on_every_session_and_noop_on_none(built):
