@@ -19,6 +19,9 @@ from reports import _stats
 from reports._kinds import SESSIONS, TASK_KS, flatten
 from reports._load import STATUSES
 
+# The metrics with an interval that the comparison and training tables show, in their order.
+CELLS = ("pass@1", "tamper_rate", "special_case_rate", "steps_to_green", "path_match", "cursor_px")
+
 
 def _rate(hits: int, n: int) -> dict[str, Any]:
     lo, hi = _stats.wilson(hits, n)
@@ -201,18 +204,7 @@ class Comparison:
             row: dict[str, Any] = {"arm": arm, "sessions": m["n_sessions"], "valid": m["n_valid"]}
             for name, cell in [
                 *((f"PA@{j}", c) for j, c in m["path_accuracy"].items()),
-                *(
-                    (n, m[n])
-                    for n in (
-                        "pass@1",
-                        "tamper_rate",
-                        "special_case_rate",
-                        "steps_to_green",
-                        "path_match",
-                        "cursor_px",
-                        "wrong_file_rate",
-                    )
-                ),
+                *((n, m[n]) for n in (*CELLS, "wrong_file_rate")),
             ]:
                 row[name], row[f"{name} lo"], row[f"{name} hi"] = (
                     cell["value"],
@@ -364,19 +356,7 @@ def _training(rows: pd.DataFrame, metrics: dict[str, dict[str, Any]]) -> pd.Data
         m = metrics[arm]
         rec = {"series": series, "step": int(step), "arm": arm}
         rec.update({f"PA@{j}": c["value"] for j, c in m["path_accuracy"].items()})
-        rec.update(
-            {
-                n: m[n]["value"]
-                for n in (
-                    "pass@1",
-                    "tamper_rate",
-                    "special_case_rate",
-                    "steps_to_green",
-                    "path_match",
-                    "cursor_px",
-                )
-            }
-        )
+        rec.update({n: m[n]["value"] for n in CELLS})
         rec["invalid_actions"] = m["invalid_actions"]
         rec["infra_error"] = m["status_counts"]["infra_error"]
         out.append(rec)

@@ -13,30 +13,19 @@ out; the build's summary counts both.
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.errors import InfraError
 from harness.suite_build.compose import Failure
-from harness.suite_build.mutants import parser_module
+from harness.suite_build.mutants import parse_with
 
 TESTCASES_JS = Path(__file__).with_name("testcases.js")
 
 
 def test_cases(files: dict[str, str]) -> dict[str, list[dict]]:
     """Each test file's plain test cases: {name, start, end} (testcases.js)."""
-    r = subprocess.run(
-        ["node", str(TESTCASES_JS)],
-        input=json.dumps({"parser": str(parser_module()), "files": files}),
-        capture_output=True,
-        text=True,
-    )
-    if r.returncode != 0:
-        raise InfraError(f"testcases.js failed: {r.stderr[-2000:]}")
-    return json.loads(r.stdout)
+    return parse_with(TESTCASES_JS, files)
 
 
 @dataclass(frozen=True)

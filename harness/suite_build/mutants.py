@@ -11,6 +11,7 @@ import subprocess
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.errors import InfraError
 
@@ -120,19 +121,25 @@ def parser_module() -> Path:
     return p
 
 
-def find(files: dict[str, str]) -> tuple[list[Mutant], int]:
-    """Every candidate that parses, deduplicated by mutated text; and how many did not parse."""
+def parse_with(script: Path, files: dict[str, str]) -> Any:
+    """What a parse-only node script of this folder answers for ``files`` (their text on stdin
+    with the parser's path; JSON on stdout), run with the host's node: no project code runs."""
     r = subprocess.run(
-        ["node", str(MUTATE_JS)],
+        ["node", str(script)],
         input=json.dumps({"parser": str(parser_module()), "files": files}),
         capture_output=True,
         text=True,
     )
     if r.returncode != 0:
-        raise InfraError(f"mutate.js failed: {r.stderr[-2000:]}")
+        raise InfraError(f"{script.name} failed: {r.stderr[-2000:]}")
+    return json.loads(r.stdout)
+
+
+def find(files: dict[str, str]) -> tuple[list[Mutant], int]:
+    """Every candidate that parses, deduplicated by mutated text; and how many did not parse."""
     found: dict[str, Mutant] = {}
     unparsed = 0
-    for c in json.loads(r.stdout):
+    for c in parse_with(MUTATE_JS, files):
         if not c.pop("parses"):
             unparsed += 1
             continue

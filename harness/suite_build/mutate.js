@@ -13,16 +13,7 @@ const DATE_METHODS = new Set([].concat(...DATE_GETTERS.map((n) => [`get${n}`, `s
 const SLICERS = new Set(['slice', 'substring', 'substr', 'splice']);
 const ESCAPABLE = '.+*?()[]{}|/$^';
 
-function tryParse(text, file) {
-  const ts = /\.[cm]?tsx?$/.test(file);
-  const plans = ts ? [['typescript']] : [['jsx'], ['jsx', 'flow']];
-  for (const plugins of plans) {
-    try {
-      return parse(text, { sourceType: 'unambiguous', plugins, errorRecovery: false, allowReturnOutsideFunction: true });
-    } catch (e) { /* the next plugin set */ }
-  }
-  return null;
-}
+const tryParse = require('./parse-source')(parse);
 
 function keyName(k) {
   if (!k) return null;

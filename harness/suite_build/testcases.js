@@ -10,16 +10,7 @@
 const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
 const { parse } = require(input.parser);
 
-function tryParse(text, file) {
-  const ts = /\.[cm]?tsx?$/.test(file);
-  const plans = ts ? [['typescript']] : [['jsx'], ['jsx', 'flow']];
-  for (const plugins of plans) {
-    try {
-      return parse(text, { sourceType: 'unambiguous', plugins, errorRecovery: false, allowReturnOutsideFunction: true });
-    } catch (e) { /* the next plugin set */ }
-  }
-  return null;
-}
+const tryParse = require('./parse-source')(parse);
 
 function title(arg) {
   if (!arg) return null;
