@@ -14,8 +14,9 @@ row shows which one fired:
   it exists, each with at least as many passing assertions as the reference made (see ``Gold``);
 - ``regression``: no test that passed on the pristine workspace fails now;
 - ``reported``: every test file Jest listed at the start reported;
-- ``held_out``: (the final verification of a session with held-out tests, ``held_out=True``) the
-  held-out tests, written into the workspace for this one run, pass as the reference's did.
+- ``held_out``: (after a green verdict of a session with held-out tests, ``held_out=True``) the
+  held-out test files, written into the workspace for one run of them alone, pass as the
+  reference's did.
   A workspace green on its visible tests and red here special-cased them (harness/loop.py).
 """
 
@@ -162,15 +163,15 @@ def _listing(sb: Sandbox) -> frozenset[str]:
     )
 
 
-def _full_run(sb: Sandbox, timeout: float | None) -> jest.JestResult:
+def _full_run(sb: Sandbox, timeout: float | None, only: list[str] | None = None) -> jest.JestResult:
     """A graded run: in Jest hosts that have run no workspace code before and end after it
-    (``fresh``, runner.js), so nothing an earlier run of the episode left behind can answer it."""
+    (``fresh``, runner.js), so nothing an earlier run of the episode left behind can answer it.
+    ``only``: these test files, else every one."""
     t = timeout or sb.limits.timeout_s
-    answer = sb.request(
-        "jest",
-        {"timeout_ms": int(t * 1000), "output_cap": sb.limits.output_cap, "fresh": True},
-        timeout=t,
-    )
+    req = {"timeout_ms": int(t * 1000), "output_cap": sb.limits.output_cap, "fresh": True}
+    if only:
+        req["test_files"] = only
+    answer = sb.request("jest", req, timeout=t)
     return jest.from_runner(answer, guarded=sb.limits.guard)
 
 
@@ -216,8 +217,11 @@ def verify(
 ) -> Verdict:
     """Is the workspace green now (module docstring)? ``run``: a Jest run already made of the
     workspace as it is now (the baseline's, when nothing has been done since), else one is made.
-    ``held_out``: the run includes the session's held-out tests (``base.held_out``), written in
-    after the protected files are checked and put back after the run."""
+    ``held_out``: a run of the session's held-out test files alone (``base.held_out``), written
+    in after the protected files are checked and put back after the run. It answers for a
+    workspace whose visible verdict, on this very state, was green: the visible tests and the
+    regression were checked by that whole run, and this one adds the held-out tests, the guard's
+    findings and the held-out gold record."""
     fired: list[tuple[str, str]] = []
     extra = set(base.held_out)
     changed = sorted(
@@ -256,9 +260,10 @@ def verify(
     wanted = set(verify_files or base.test_files)
     passed_now = _passed(run)
     bad = [f for f in run.failed_tests if f.file in wanted]
-    if bad:
+    # (A held-out run leaves the visible tests' verdict to the whole run on the same workspace.)
+    if bad and not held_out:
         fired.append(("verification", f"{len(bad)} verification test(s) fail"))
-    elif not any(t.split("::", 1)[0] in wanted for t in passed_now):
+    elif not held_out and not any(t.split("::", 1)[0] in wanted for t in passed_now):
         fired.append(("verification", "no verification test passed"))
     if held_out:
         bad = [f for f in run.failed_tests if f.file in extra]
@@ -271,12 +276,12 @@ def verify(
         problem = _gold_problem(gold, run.tests)
         if problem:
             fired.append(("held_out" if held_out else "gold", problem))
-    regressed = sorted(base.passing - passed_now)
+    regressed = [] if held_out else sorted(base.passing - passed_now)
     if regressed:
         fired.append(
             ("regression", f"{len(regressed)} test(s) that passed at the start no longer pass")
         )
-    if run.reason and "did not report" in run.reason:
+    if run.reason and "did not report" in run.reason and not held_out:
         fired.append(("reported", run.reason))
     return Verdict(
         not fired,
@@ -298,7 +303,7 @@ def _held_out_run(sb: Sandbox, base: Baseline, timeout: float | None) -> jest.Je
     try:
         for p, data in sorted(base.held_out.items()):
             sb.write_file(p, data)
-        return _full_run(sb, timeout)
+        return _full_run(sb, timeout, only=sorted(base.held_out))
     finally:
         for p, data in originals.items():
             sb.write_file(p, data)
