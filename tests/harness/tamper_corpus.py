@@ -13,6 +13,7 @@ between a test file's context and the host process.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -961,12 +962,15 @@ def replay_file(technique: Technique, sessions, out: Path) -> Path:
 def replay_episode(replay: Path, start, st, s, flight: dict, *, guard: bool = True) -> dict:
     """One full episode of a replay agent reading REPLAY on session S through the real loop, as
     `etai run` runs it: verification against the preflight's gold record. ``guard=False``: the
-    old verdict rules (no gold record, no passing list), for runs on hosts without the guard.
+    old verdict rules (no gold record, no passing list, no held-out tests), for runs on hosts
+    without the guard.
     test_tamper.py and scripts/redteam_search.py both run their cheats through here."""
     from harness.agents import AgentContext, from_spec
     from harness.loop import run_episode
     from harness.verify import Gold
 
+    if not guard:  # the old verdict rules hold nothing out either
+        s = dataclasses.replace(s, held_out_dir=None)
     return run_episode(
         s,
         from_spec(f"replay:{replay}", AgentContext(st, {})),
