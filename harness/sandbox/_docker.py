@@ -272,7 +272,9 @@ class Pool:
                 self._ready.append(sb)
                 self._cv.notify()
                 return
-            self._cv.notify()  # an acquirer waiting for this start makes its own
+            # Every acquirer waiting on the starts re-checks: once none is under way, each makes
+            # its own at once (one woken per failed start left the rest asleep for acquire's 60 s).
+            self._cv.notify_all()
         if sb is not None:
             close_quietly(sb)
 
