@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,train,serve,report,ray
 
-.PHONY: setup docker venv image browser demo test test-long test-fast lint bench redteam redteam-search mutation real-suites clean
+.PHONY: setup docker venv image browser demo test test-long test-fast lint bench redteam redteam-search mutation real-suites chaos clean
 
 setup: docker venv image
 
@@ -76,6 +76,13 @@ mutation: venv
 # with oracle and noop; report in runs/real-suites/report.md. Hours on 2 cores; ARGS="--max 10 --only redux".
 real-suites: setup
 	$(BIN)/python scripts/real_suites.py $(ARGS)
+
+# The chaos soak (#36): a real-project suite (fastest-validator from ../shared/realrepos, 68
+# sessions, built into runs/real-suites once) under 300 seeded faults of every kind must end with
+# exactly a clean run's rows, nothing left behind; report in runs/chaos/. ARGS="--seed 2";
+# make test runs the short one (the bundled suite, 30 faults: tests/scripts/test_chaos.py).
+chaos: setup
+	$(BIN)/python scripts/chaos $(ARGS)
 
 clean:
 	-$(BIN)/etai sandbox prune --all

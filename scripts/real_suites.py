@@ -42,11 +42,25 @@ def find_realrepos() -> Path:
     )
 
 
+def build_project(realrepos: Path, proj: dict, suite_dir: Path, max_sessions: int, log=print):
+    """Build (or resume building) the suite of one corpus.json project into ``suite_dir``: what
+    `make real-suites` and scripts/chaos both run. Returns the build's summary."""
+    sys.path.insert(0, str(ROOT))
+    from harness.suite_build.build import BuildOptions, build
+
+    opts = BuildOptions(
+        max_sessions=max_sessions,
+        src=tuple(proj["src"]),
+        env=tuple(sorted(proj["env"].items())),
+        resolve_lockfile=True,  # dinero's copy has none (upstream keeps a yarn.lock)
+    )
+    return build(realrepos / proj["name"], suite_dir, opts, log=log)
+
+
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     from harness.errors import EtaiError
     from harness.runner import run
-    from harness.suite_build.build import BuildOptions, build
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--max", type=int, default=90, help="sessions per project (default 90)")
@@ -66,15 +80,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         suite_dir = out / proj["name"]
         t0 = time.monotonic()
-        opts = BuildOptions(
-            max_sessions=args.max,
-            src=tuple(proj["src"]),
-            env=tuple(sorted(proj["env"].items())),
-            resolve_lockfile=True,  # dinero's copy has none (upstream keeps a yarn.lock)
-        )
         # One project that cannot be built (no lockfile) does not stop the rest.
         try:
-            s = build(realrepos / proj["name"], suite_dir, opts, log=print)
+            s = build_project(realrepos, proj, suite_dir, args.max, log=print)
         except EtaiError as e:
             print(f"{proj['name']}: not built: {e}", file=sys.stderr)
             rows.append({"project": proj["name"], "error": f"not built: {e}"})
