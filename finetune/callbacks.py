@@ -17,7 +17,10 @@ HarnessEval runs on every rank and never raises into the trainer:
    nothing to generate, or whose shard is done, pads the round with a dummy generation until
    every rank is done. The rows are gathered (``all_gather_object``, which every rank
    reaches whatever happened to its shard) and rank 0 writes them and one summary to ``ba<N>/``.
-   One process: no rank folder.
+   One process: no rank folder. ``suite`` may name several suites (a project split holds out
+   whole projects, each a suite with its own base and node_modules): session ids are unique
+   across them, each suite's sessions run into ``<folder>/<suite name>/`` and the metrics are
+   over all of them (``mode: async`` takes one suite).
 3. The metrics (computed from the rows with ``harness.metrics.summarize``) are broadcast from
    rank 0 and logged on every rank (the destinations filter by rank). Any exception, on any
    rank, becomes ``harness/error = 1`` and a warning.
@@ -77,7 +80,7 @@ class HarnessEval(Callback):
     def __init__(
         self,
         interval: str = "200ba",
-        suite: str = DEFAULT_SUITE,
+        suite: str | Sequence[str] = DEFAULT_SUITE,
         sessions: Sequence[str] | None = None,
         k: int | None = None,
         max_steps: int | None = None,
@@ -99,10 +102,12 @@ class HarnessEval(Callback):
         from composer.utils.misc import create_interval_scheduler
 
         self.interval = _interval(interval)
-        self.suite_arg = str(suite)  # as given: the asynchronous command passes it on
-        self.suite, self.session_ids = _suite(suite, sessions)
-        k = int(k or self.suite.defaults.get("k", 3))
-        max_steps = int(max_steps or self.suite.defaults.get("max_steps", 10))
+        names = [suite] if isinstance(suite, (str, Path)) else list(suite)
+        self.suite_arg = str(names[0]) if names else ""  # the asynchronous command passes it on
+        self.suites, self.session_ids = _suites(names, sessions)
+        defaults = self.suites[0].defaults  # k and max_steps unless given: the first suite's
+        k = int(k or defaults.get("k", 3))
+        max_steps = int(max_steps or defaults.get("max_steps", 10))
         if k < 1 or max_steps < k:
             raise ConfigError(
                 f"{KEY}.k", f"need 1 <= k <= max_steps (got k={k}, max_steps={max_steps})"
@@ -150,6 +155,10 @@ class HarnessEval(Callback):
             if command is not None:
                 raise ConfigError(f"{KEY}.async_command", "only with mode: async")
             return None
+        if len(self.suites) > 1:
+            raise ConfigError(
+                f"{KEY}.suite", "mode: async evaluates one suite (its command takes one --suite)"
+            )
         if not wait_s > 0 or max_running < 1:
             raise ConfigError(
                 f"{KEY}.async_wait_s", "async_wait_s and async_max_running must be positive"
@@ -171,7 +180,11 @@ class HarnessEval(Callback):
         return self._async is not None
 
     def _n_sessions(self) -> int:
-        return len(self.session_ids or self.suite.sessions)
+        return len(self.evaluated_ids())
+
+    def evaluated_ids(self) -> tuple[str, ...]:
+        """The sessions every evaluation runs: those named, else every session of the suites."""
+        return self.session_ids or tuple(s.session_id for st in self.suites for s in st.sessions)
 
     # ------------------------------------------------------------------------------ Composer
     def run_event(self, event: Event, state: Any, logger: Any) -> None:
@@ -227,10 +240,12 @@ class HarnessEval(Callback):
         model = agent_model(state)
         fsdp = is_fsdp(model)
         rank, world = dist.get_global_rank(), dist.get_world_size()
-        ids = self.session_ids or tuple(s.session_id for s in self.suite.sessions)
+        ids = self.evaluated_ids()
         out = self._root(state) / f"ba{batch}"
         if world == 1:
             rows, skipped = self._shard(state, model, fsdp, batch, start, ids, out)
+            if len(self.suites) > 1:  # one folder per suite: the rows and a summary over all
+                _write_merged(out, rows, k=self.k)
             return _metrics(rows, k=self.k, n=len(ids), skipped_before=skipped)
         # Every rank evaluates its share (rank r: sessions r, r+W, ...) in its own folder: with a
         # full replica (DDP or a gathered FSDP copy), or taking part in every forward (FSDP,
@@ -305,8 +320,21 @@ class HarnessEval(Callback):
             model.train(was_training)
         if spec is None:
             return [], len(ids) if spent else 0
-        rows = read_rows(out / "results.jsonl")
+        rows = [
+            r for folder, _, _ in self._parts(ids, out) for r in read_rows(folder / "results.jsonl")
+        ]
         return [r for r in rows if r["agent"] == spec and r["session_id"] in set(ids)], 0
+
+    def _parts(self, ids: Sequence[str], out: Path) -> list[tuple[Path, Any, list[str]]]:
+        """(folder, suite, its ids) for each suite with a session in ``ids``: ``out`` itself for
+        one suite, ``out/<suite name>`` for several."""
+        parts = []
+        for suite in self.suites:
+            names = {s.session_id for s in suite.sessions}
+            mine = [i for i in ids if i in names]
+            if mine:
+                parts.append((out if len(self.suites) == 1 else out / suite.name, suite, mine))
+        return parts
 
     def _run(
         self,
@@ -331,18 +359,19 @@ class HarnessEval(Callback):
             deadline=start + self.budget_s,
             lockstep=lockstep,
         ) as spec:
-            harness.run(
-                self.suite,
-                [spec],
-                k=self.k,
-                max_steps=self.max_steps,
-                workers=self.workers,
-                out=out,
-                sandbox=self.sandbox,
-                options=dict(self.generation),
-                progress=False,
-                session_ids=list(ids),
-            )
+            for folder, suite, mine in self._parts(ids, out):
+                harness.run(
+                    suite,
+                    [spec],
+                    k=self.k,
+                    max_steps=self.max_steps,
+                    workers=self.workers,
+                    out=folder,
+                    sandbox=self.sandbox,
+                    options=dict(self.generation),
+                    progress=False,
+                    session_ids=mine,
+                )
         return spec
 
     # ------------------------------------------------------------------------------ asynchronous
@@ -429,26 +458,47 @@ def _interval(value: Any) -> str:
     return value
 
 
-def _suite(name: str, sessions: Sequence[str] | None) -> tuple[Any, tuple[str, ...]]:
-    """Load the suite now: a missing suite or an unknown session fails at config time (exit 2)."""
+def _suites(
+    names: Sequence[str | Path], sessions: Sequence[str] | None
+) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+    """Load the suites now (a bundled name or a folder, relative to the working directory or the
+    project): a missing suite, a session id two suites share, or an unknown session fails at
+    config time (exit 2), not at batch 200."""
+    from finetune.config import PROJECT_ROOT
     from harness.errors import EtaiError
     from harness.sessions import load_suite
 
-    try:
-        suite = load_suite(name)
-    except EtaiError as e:
-        raise ConfigError(f"{KEY}.suite", str(e)) from None
+    if not names:
+        raise ConfigError(f"{KEY}.suite", "names no suite")
+    suites = []
+    for name in names:
+        path = Path(name).expanduser()
+        if not path.is_absolute() and not path.is_dir() and (PROJECT_ROOT / path).is_dir():
+            path = PROJECT_ROOT / path
+        try:
+            suites.append(load_suite(path if path.is_dir() else name))
+        except EtaiError as e:
+            raise ConfigError(f"{KEY}.suite", str(e)) from None
+    for what, values in (
+        ("suite name", [st.name for st in suites]),
+        ("session id", [s.session_id for st in suites for s in st.sessions]),
+    ):
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:  # rows are told apart by session id, results folders by suite name
+            raise ConfigError(f"{KEY}.suite", f"{what} in two suites: {', '.join(twice[:5])}")
     if sessions is None:
-        return suite, ()
+        return tuple(suites), ()
     ids = tuple(sessions)
     if not ids:
         raise ConfigError(
             f"{KEY}.sessions", "empty subset; leave the key out to evaluate every session"
         )
-    unknown = sorted(set(ids) - {s.session_id for s in suite.sessions})
+    known = {s.session_id for st in suites for s in st.sessions}
+    unknown = sorted(set(ids) - known)
     if unknown:
-        raise ConfigError(f"{KEY}.sessions", f"not in suite {suite.name}: {', '.join(unknown)}")
-    return suite, ids
+        where = ", ".join(st.name for st in suites)
+        raise ConfigError(f"{KEY}.sessions", f"not in suite {where}: {', '.join(unknown)}")
+    return tuple(suites), ids
 
 
 def _generation(options: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -132,16 +132,17 @@ def eval_defaults(cfg: Any, spec: Any) -> dict[str, Any]:
         return {}
     if not split.projects:
         return {"sessions": list(split.eval)}
-    from finetune.callbacks import DEFAULT_SUITE, _suite
+    from finetune.callbacks import DEFAULT_SUITE, _suites
     from finetune.callbacks import KEY as EVAL_KEY
 
-    suite, _ = _suite(
-        spec.get("suite", DEFAULT_SUITE) if isinstance(spec, dict) else DEFAULT_SUITE, None
-    )
+    named = spec.get("suite", DEFAULT_SUITE) if isinstance(spec, dict) else DEFAULT_SUITE
+    suites, _ = _suites([named] if isinstance(named, str) else list(named), None)
     held = set(split.eval)
-    ids = [s.session_id for s in suite.sessions if split.group_of(s.session_id) in held]
+    every = [s.session_id for st in suites for s in st.sessions]
+    ids = [i for i in every if split.group_of(i) in held]
     if not ids:
-        raise ConfigError(f"{EVAL_KEY}.suite", f"no session of {suite.name} in an eval project")
+        names = ", ".join(st.name for st in suites)
+        raise ConfigError(f"{EVAL_KEY}.suite", f"no session of {names} in an eval project")
     return {"sessions": ids}
 
 
@@ -157,7 +158,7 @@ def check_held_out(
     for cb in callbacks:
         if not isinstance(cb, HarnessEval) or cb.allow_overlap:
             continue
-        evaluated = cb.session_ids or tuple(s.session_id for s in cb.suite.sessions)
+        evaluated = cb.evaluated_ids()
         for source, ids in trained.items():
             both = sorted(set(ids) & set(evaluated))
             if both:

@@ -5,6 +5,7 @@ the baseline, and both agents' PA@k. The projects are read in place (third-party
 into this repository); built suites and runs go under runs/ (ignored).
 
 Usage: python scripts/real_suites.py [--max N] [--only NAME ...] [--out DIR] [--workers W]
+                                    [--no-replay]
 """
 
 from __future__ import annotations
@@ -67,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", action="append", help="only these projects (repeatable)")
     p.add_argument("--out", default=str(ROOT / "runs" / "real-suites"))
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument(
+        "--no-replay",
+        action="store_true",
+        help="build only (e.g. the training set of finetune/configs/agent-8xa100.yaml)",
+    )
     args = p.parse_args(argv)
     realrepos = find_realrepos()
     corpus = json.loads((realrepos / "corpus.json").read_text())
@@ -88,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"project": proj["name"], "error": f"not built: {e}"})
             continue
         build_s = time.monotonic() - t0
+        if args.no_replay:
+            print(f"{proj['name']}: {s['kept']} sessions ({s['tried']} tried) in {build_s:.0f} s")
+            continue
         t0 = time.monotonic()
         try:
             r = run(
