@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,train,serve,report,ray
 
-.PHONY: setup docker venv image browser demo test test-long test-fast lint bench redteam redteam-search mutation real-suites chaos clean
+.PHONY: setup docker venv image browser demo test test-long test-fast lint bench redteam redteam-search mutation real-suites train-set chaos clean
 
 setup: docker venv image
 
@@ -76,6 +76,14 @@ mutation: venv
 # with oracle and noop; report in runs/real-suites/report.md. Hours on 2 cores; ARGS="--max 10 --only redux".
 real-suites: setup
 	$(BIN)/python scripts/real_suites.py $(ARGS)
+
+# The data of finetune/configs/agent-8xa100.yaml: the six projects' suites built (no replay) into
+# runs/real-suites/, dayjs with wider caps (up to 20 mutants a file, 4 a function). Builds resume;
+# about an hour on 2 shared cores. The config's dry run: python -m finetune.epoch CONFIG --ranks 8.
+train-set: setup
+	$(BIN)/python scripts/real_suites.py --no-replay --only redux --only dinero --only commander --only fastest-validator
+	$(BIN)/python scripts/real_suites.py --no-replay --only dayjs --max 600 --per-file 20 --per-function 4
+	$(BIN)/python scripts/real_suites.py --no-replay --only luxon --max 40
 
 # The chaos soak (#36): a real-project suite (fastest-validator from ../shared/realrepos, 68
 # sessions, built into runs/real-suites once) under 300 seeded faults of every kind must end with

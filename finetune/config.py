@@ -114,6 +114,17 @@ class Config:
         """
         return self.path_of_value(self.get(key, str, default), key, must_exist)
 
+    def paths_of(self, key: str) -> list[Path]:
+        """``path_of`` for a key holding one path or a list of them (e.g. ``data.sessions``)."""
+        value = self.get(key, (str, list))
+        values = value if isinstance(value, list) else [value]
+        if not values or not all(isinstance(v, str) for v in values):
+            raise ConfigError(key, f"expected a path or a non-empty list of paths, got {value!r}")
+        return [
+            self.path_of_value(v, f"{key}[{i}]" if isinstance(value, list) else key)
+            for i, v in enumerate(values)
+        ]
+
     def path_of_value(self, value: str, key: str, must_exist: bool = True) -> Path:
         """``path_of`` for a value read otherwise (an item of a list); ``key`` names it in errors."""
         path = Path(value).expanduser()

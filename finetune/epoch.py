@@ -39,12 +39,24 @@ class Epoch:
     evaluations: int  # during the run, the one at fit end included
 
 
-def epoch_of(cfg: Any, ranks: int) -> Epoch:
+@dataclass(frozen=True)
+class Pipeline:
+    """What a training run's data steps make, no model built (scripts/eval_share.py reads it too)."""
+
+    trainer: Any
+    sessions: list[dict[str, Any]]
+    callbacks: list[Any]
+    sources: dict[str, set[str]]
+    tokenizer: Any
+    examples: list[Any]
+
+
+def pipeline(cfg: Any) -> Pipeline:
+    """The trainer's own data steps: sessions (split applied), callbacks, the held-out check over
+    every source, the tokenizer, the tokenised examples."""
     from finetune.split import check_held_out, split_of
     from finetune.trainers import TRAINERS
 
-    if ranks < 1:
-        raise ConfigError("--ranks", f"must be at least 1, got {ranks}")
     trainer = TRAINERS.resolve(cfg.get("trainer.type", str, "sft"))(cfg)
     trainer.save_folder = None  # a dry run writes no tokenizer into the run's folder
     sessions = trainer.sessions()
@@ -60,6 +72,15 @@ def epoch_of(cfg: Any, ranks: int) -> Epoch:
             "tokenizer.path to a local copy (or model.tiny: a tiny tokenizer trained on the data)",
         ) from None
     examples = trainer.records(sessions, tokenizer)
+    return Pipeline(trainer, sessions, callbacks, sources, tokenizer, examples)
+
+
+def epoch_of(cfg: Any, ranks: int, made: Pipeline | None = None) -> Epoch:
+    """One epoch on ``ranks`` processes (``made``: the pipeline when already run)."""
+    if ranks < 1:
+        raise ConfigError("--ranks", f"must be at least 1, got {ranks}")
+    made = made or pipeline(cfg)
+    trainer, callbacks, examples = made.trainer, made.callbacks, made.examples
     tokens = sum(len(_ids(e)) for e in examples)
     per_rank = math.ceil(len(examples) / ranks)  # DistributedSampler, drop_last=False
     batch = trainer.batch_size
@@ -76,7 +97,7 @@ def epoch_of(cfg: Any, ranks: int) -> Epoch:
     if every:
         count = int(total // every) + (0 if total % every == 0 else 1)  # + the one at fit end
     return Epoch(
-        sources={k: len(v) for k, v in sources.items()},
+        sources={k: len(v) for k, v in made.sources.items()},
         examples=len(examples),
         tokens=tokens,
         truncated=trainer.truncation.truncated_examples if trainer.truncation else 0,

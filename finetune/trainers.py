@@ -46,7 +46,7 @@ class SFTTrainer:
         from finetune.examples import load_sessions
         from finetune.split import train_sessions
 
-        return train_sessions(load_sessions(self.cfg.path_of("data.sessions")), self.cfg)
+        return train_sessions(load_sessions(self.cfg.paths_of("data.sessions")), self.cfg)
 
     def tokenizer(self, sessions: list[dict[str, Any]]) -> Any:
         """model path / tokenizer.path, or a tiny BPE trained on the sessions (saved with the run

@@ -5,7 +5,7 @@ the baseline, and both agents' PA@k. The projects are read in place (third-party
 into this repository); built suites and runs go under runs/ (ignored).
 
 Usage: python scripts/real_suites.py [--max N] [--only NAME ...] [--out DIR] [--workers W]
-                                    [--no-replay]
+                                    [--per-file N] [--per-function N] [--no-replay]
 """
 
 from __future__ import annotations
@@ -43,13 +43,17 @@ def find_realrepos() -> Path:
     )
 
 
-def build_project(realrepos: Path, proj: dict, suite_dir: Path, max_sessions: int, log=print):
+def build_project(
+    realrepos: Path, proj: dict, suite_dir: Path, max_sessions: int, log=print, **caps: int
+):
     """Build (or resume building) the suite of one corpus.json project into ``suite_dir``: what
-    `make real-suites` and scripts/chaos both run. Returns the build's summary."""
+    `make real-suites` and scripts/chaos both run. ``caps``: ``per_file``/``per_function``
+    mutants (BuildOptions' defaults unless given). Returns the build's summary."""
     sys.path.insert(0, str(ROOT))
     from harness.suite_build.build import BuildOptions, build
 
     opts = BuildOptions(
+        **caps,
         max_sessions=max_sessions,
         src=tuple(proj["src"]),
         env=tuple(sorted(proj["env"].items())),
@@ -68,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", action="append", help="only these projects (repeatable)")
     p.add_argument("--out", default=str(ROOT / "runs" / "real-suites"))
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument(
+        "--per-file", type=int, help="mutants per source file (the builder's default: 6)"
+    )
+    p.add_argument("--per-function", type=int, help="mutants per function (default: 2)")
     p.add_argument(
         "--no-replay",
         action="store_true",
@@ -88,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         # One project that cannot be built (no lockfile) does not stop the rest.
         try:
-            s = build_project(realrepos, proj, suite_dir, args.max, log=print)
+            caps = {"per_file": args.per_file, "per_function": args.per_function}
+            caps = {k: v for k, v in caps.items() if v is not None}
+            s = build_project(realrepos, proj, suite_dir, args.max, log=print, **caps)
         except EtaiError as e:
             print(f"{proj['name']}: not built: {e}", file=sys.stderr)
             rows.append({"project": proj["name"], "error": f"not built: {e}"})

@@ -81,3 +81,30 @@ def launch_two_ranks(free_port):
         return proc
 
     return launch
+
+
+REAL_PROJECTS = ("dayjs", "luxon", "commander", "fastest-validator", "dinero", "redux")
+
+
+@pytest.fixture
+def real_suites_stand_in(tmp_path, monkeypatch):
+    """The working directory holds ``runs/real-suites/<project>/`` for the six projects of
+    finetune/splits/real-projects.yaml: the bundled suite, each session id prefixed with the
+    project's name as the builder names them (the real ones take `make train-set`: hours).
+    agent-8xa100's relative paths resolve against the working directory first."""
+    import shutil
+
+    bundled = PROJECT / "suites" / "jest-bugfix"
+    for project in REAL_PROJECTS:
+        suite = tmp_path / "runs" / "real-suites" / project
+        shutil.copytree(bundled, suite)
+        meta = suite / "suite.yaml"
+        meta.write_text(meta.read_text().replace("name: jest-bugfix", f"name: {project}", 1))
+        lines = []
+        for line in (bundled / "sessions.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            record["session_id"] = f"{project}-{record['session_id']}"
+            lines.append(json.dumps(record))
+        (suite / "sessions.jsonl").write_text("\n".join(lines) + "\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -1,10 +1,9 @@
 """Held-out evaluation (#17): the bundled suite's documented split, the build's refusal to
-evaluate on training sessions (exit 2, naming the key), and agent-8xa100 using the split with an
-interval that fires on its data size. No training runs here: the trainer's steps are called."""
+evaluate on training sessions (exit 2, naming the key), and agent-8xa100 holding out two real
+projects (#34) on stand-ins of their suites. No training runs here: the trainer's steps are called."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pytest
@@ -92,22 +91,18 @@ def test_split_naming_a_session_the_data_lacks_is_a_config_error(tmp_path):
         trainer.sessions()
 
 
-def test_agent_8xa100_holds_out_the_split_and_its_interval_fires():
-    from composer.core import Time, TimeUnit
-
+def test_agent_8xa100_evaluates_the_two_held_out_projects(real_suites_stand_in):
     cfg = load_config(A100_CONFIG)
     trainer = SFTTrainer(cfg)
-    split = load_split(SPLIT)
     from finetune.callbacks import HarnessEval
+    from finetune.split import check_held_out, split_of
 
     [callback] = [c for c in trainer.callbacks() if isinstance(c, HarnessEval)]
-    assert callback.session_ids == split.eval and not callback.allow_overlap
-    n_train = len(trainer.sessions())
-    ranks, per_gpu = 8, cfg.get("train.batch_size", int)
-    batches_per_epoch = math.ceil(math.ceil(n_train / ranks) / per_gpu)
-    epochs = Time.from_timestring(cfg.get("train.max_duration", str)).value
-    interval = Time.from_timestring(callback.interval)
-    total = batches_per_epoch * epochs
-    every = interval.value * (batches_per_epoch if interval.unit == TimeUnit.EPOCH else 1)
-    assert interval.unit in (TimeUnit.EPOCH, TimeUnit.BATCH)
-    assert total // every >= 3  # several evaluations during the run, not only at its end
+    bundled = [s.session_id for s in load_suite("jest-bugfix").sessions]
+    held = {f"{p}-{i}" for p in ("dinero", "redux") for i in bundled}
+    assert set(callback.evaluated_ids()) == held and not callback.allow_overlap
+    assert [s.name for s in callback.suites] == ["dinero", "redux"]
+    sessions = trainer.sessions()
+    projects = {s["session_id"].split("-")[0] for s in sessions}
+    assert projects == {"dayjs", "luxon", "commander", "fastest"} and len(sessions) == 4 * 14
+    check_held_out(trainer.trained_ids(sessions), [callback], split_of(cfg))

@@ -1,6 +1,7 @@
 """The dry run of a config's data pipeline (finetune/epoch.py): what one epoch is on N ranks,
-checked by hand on agent-8xa100 as it stands (#34: the bundled suite makes it a smoke test) and
-on a DPO config, and its refusals naming the key. No model is built."""
+checked by hand on agent-8xa100 (on stand-ins of its real-project suites, and on the built ones
+when make train-set has run) and on a DPO config, and its refusals naming the key. No model is
+built."""
 
 from __future__ import annotations
 
@@ -20,17 +21,31 @@ TINY = PROJECT / "finetune" / "configs" / "tiny-cpu.yaml"
 OFFLINE = ["model.pretrained=null", "model.tiny={arch: llama, layers: 1, heads: 1, hidden: 8}"]
 
 
-def test_agent_8xa100_is_one_step_an_epoch_on_the_bundled_suite():
+def test_agent_8xa100_trains_on_four_projects_counted_by_hand(real_suites_stand_in):
     epoch = epoch_of(load_config(A100, OFFLINE), ranks=8)
-    # 10 training sessions (finetune/splits/jest-bugfix.yaml) on 8 ranks: 2 samples per rank,
-    # 6 of the 16 repeated; one step of 16 samples, not 64; 12 epochs of one step.
-    assert epoch.sources == {"data.sessions": 10} and epoch.examples == 10
-    assert (epoch.duplicates, epoch.global_batch, epoch.steps_per_epoch) == (6, 16, 1)
-    assert epoch.total_steps == 12
-    assert epoch.warmup_steps == pytest.approx(0.03 * 12)  # t_warmup 0.03dur: a third of a step
-    assert (epoch.eval_every_steps, epoch.evaluations) == (3, 4)  # interval 3ep
-    assert epoch.tokens > 10 * 100 and epoch.truncated == 0
+    # Stand-ins of 14 sessions a project; four projects train (finetune/splits/real-projects.yaml):
+    # 56 examples on 8 ranks, 7 a rank, one step of 56 samples an epoch; 4 epochs.
+    assert epoch.sources == {"data.sessions": 56} and epoch.examples == 56
+    assert (epoch.duplicates, epoch.global_batch, epoch.steps_per_epoch) == (0, 56, 1)
+    assert epoch.total_steps == 4 and epoch.warmup_steps == 4  # t_warmup: 4ba
+    assert (epoch.eval_every_steps, epoch.evaluations) == (2, 2)  # interval 2ep
+    assert epoch.tokens > 56 * 100 and epoch.truncated == 0
     assert "| steps per epoch | 1 |" in table(epoch)
+
+
+BUILT = PROJECT / "runs" / "real-suites"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not all((BUILT / p / "sessions.jsonl").is_file() for p in ("dayjs", "luxon", "redux")),
+    reason="the real-project suites are built by make train-set (hours): runs/real-suites/",
+)
+def test_agent_8xa100_on_the_built_suites_trains_on_at_least_300_sessions(monkeypatch):
+    monkeypatch.chdir(PROJECT)
+    epoch = epoch_of(load_config(A100, OFFLINE), ranks=8)
+    assert epoch.sources["data.sessions"] >= 300 and epoch.global_batch == 64
+    print(table(epoch))
 
 
 def test_dpo_pairs_are_counted_with_both_sides(tmp_path):
@@ -57,6 +72,6 @@ def test_dpo_pairs_are_counted_with_both_sides(tmp_path):
         (["--set", "scheduler.t_warmup=5x"], "scheduler.t_warmup: '5x' is not a Composer time"),
     ],
 )
-def test_refusals_name_the_key(capsys, extra, words):
+def test_refusals_name_the_key(capsys, extra, words, real_suites_stand_in):
     assert main([str(A100), *(x for o in OFFLINE for x in ("--set", o)), *extra]) == 2
     assert words in capsys.readouterr().err

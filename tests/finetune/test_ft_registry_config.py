@@ -89,6 +89,20 @@ def test_path_of_tries_cwd_then_project(tmp_path, monkeypatch):
         cfg.path_of("data.missing")
 
 
+def test_paths_of_takes_one_path_or_a_list_and_names_the_bad_item(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.jsonl").write_text("")
+    assert Config({"data": {"sessions": "a.jsonl"}}).paths_of("data.sessions") == [
+        tmp_path / "a.jsonl"
+    ]
+    two = Config({"data": {"sessions": ["a.jsonl", "pyproject.toml"]}}).paths_of("data.sessions")
+    assert two[0] == tmp_path / "a.jsonl" and two[1].name == "pyproject.toml"  # the project's
+    with pytest.raises(ConfigError, match=r"data.sessions\[1\]: file not found: nope.jsonl"):
+        Config({"data": {"sessions": ["a.jsonl", "nope.jsonl"]}}).paths_of("data.sessions")
+    with pytest.raises(ConfigError, match="data.sessions: expected a path or a non-empty list"):
+        Config({"data": {"sessions": []}}).paths_of("data.sessions")
+
+
 def test_load_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "absent.yaml")
