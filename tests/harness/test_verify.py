@@ -651,3 +651,88 @@ def test_verify_in_docker_an_afterall_hook_that_throws(tmp_path, make_project, i
         assert verify(sb, base).green
     finally:
         sb.close()
+
+
+class SequenceSandbox(FakeSandbox):
+    """A FakeSandbox whose full runs answer in turn from ``answers``."""
+
+    def __init__(self, answers: list[dict]):
+        super().__init__(CLEAN, answers[0])
+        self.answers = list(answers)
+
+    def request(self, op: str, payload: dict, *, timeout: float | None = None) -> dict:
+        if op == "jest":
+            self.jest = self.answers.pop(0)
+        return super().request(op, payload, timeout=timeout)
+
+
+KILLED = {"evidence": "none", "reason": "no_result_record", "signal": "SIGKILL", "duration_ms": 9}
+
+
+@pytest.mark.parametrize(
+    "answers, green, runs",
+    [
+        ([KILLED, _jest_answer(ALL_PASS)], True, 2),  # killed once from outside: graded again
+        ([KILLED, KILLED], False, 2),  # killed every time (workspace code can): fails
+        ([KILLED | {"signal": None}, _jest_answer(ALL_PASS)], False, 1),  # exited: no second run
+        ([KILLED | {"reason": "memory_limit"}, _jest_answer(ALL_PASS)], False, 1),
+    ],
+)
+def test_a_graded_run_whose_host_was_killed_is_made_once_more(answers, green, runs):
+    sb = SequenceSandbox(answers)
+    v = verify(sb, _base(), [W])
+    assert v.green is green and sb.ops().count("jest") == runs
+    if not green:
+        assert v.checks[0] == "run" and "verification run" in v.reason
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_host_killed_from_outside_during_the_graded_run_does_not_fail_a_fix(
+    tmp_path, make_project, image
+):
+    """The real runner: every Jest host of the container SIGKILLed from the machine one second
+    into a 3-second graded run (what scripts/chaos's jest-host-kill does). Before the second run
+    this fix was graded failed: verification run failed: no_result_record."""
+    import threading
+    import time
+
+    from harness import sandbox
+
+    root = make_project(
+        tmp_path / "slow",
+        {
+            "src/x.js": "module.exports = { add: (a, b) => a + b };\n",
+            "tests/x.test.js": (
+                "const x = require('../src/x');\n"
+                "test('adds, slowly', async () => {\n"
+                "  await new Promise((r) => setTimeout(r, 3000));\n"
+                "  expect(x.add(1, 2)).toBe(3);\n});\n"
+            ),
+        },
+    )
+    sb = sandbox.start(
+        "docker", root, image=image, limits=Limits(memory_mb=512, timeout_s=30, cpus=1)
+    )
+    killed: list[int] = []
+
+    def kill_hosts_in_a_second() -> None:
+        time.sleep(1.0)
+        top = subprocess.run(
+            ["docker", "top", sb.name, "-eo", "pid,args"], capture_output=True, text=True
+        ).stdout.splitlines()[1:]
+        for pid, _, args in (line.strip().partition(" ") for line in top):
+            if "jest-host.js" in args:
+                subprocess.run(["kill", "-9", pid], check=False)
+                killed.append(int(pid))
+
+    try:
+        base = take_baseline(sb, sb.test_files, passing=[])
+        killer = threading.Thread(target=kill_hosts_in_a_second)
+        killer.start()
+        v = verify(sb, base)
+        killer.join()
+        assert killed, "no Jest host was running to kill"
+        assert (v.green, v.reason) == (True, None)
+    finally:
+        sb.close()
