@@ -102,9 +102,9 @@ class HarnessEval(Callback):
         from composer.utils.misc import create_interval_scheduler
 
         self.interval = _interval(interval)
-        names = [suite] if isinstance(suite, (str, Path)) else list(suite)
-        self.suite_arg = str(names[0]) if names else ""  # the asynchronous command passes it on
-        self.suites, self.session_ids = _suites(names, sessions)
+        self.suites, self.session_ids = _suites(suite, sessions)
+        # As given: the asynchronous command passes it on (async takes one suite).
+        self.suite_arg = str(suite if isinstance(suite, (str, Path)) else suite[0])
         defaults = self.suites[0].defaults  # k and max_steps unless given: the first suite's
         k = int(k or defaults.get("k", 3))
         max_steps = int(max_steps or defaults.get("max_steps", 10))
@@ -459,15 +459,16 @@ def _interval(value: Any) -> str:
 
 
 def _suites(
-    names: Sequence[str | Path], sessions: Sequence[str] | None
+    suite: str | Path | Sequence[str | Path], sessions: Sequence[str] | None
 ) -> tuple[tuple[Any, ...], tuple[str, ...]]:
-    """Load the suites now (a bundled name or a folder, relative to the working directory or the
-    project): a missing suite, a session id two suites share, or an unknown session fails at
-    config time (exit 2), not at batch 200."""
+    """Load the suite or suites now (each a bundled name or a folder, relative to the working
+    directory or the project): a missing suite, a session id two suites share, or an unknown
+    session fails at config time (exit 2), not at batch 200."""
     from finetune.config import PROJECT_ROOT
     from harness.errors import EtaiError
     from harness.sessions import load_suite
 
+    names = [suite] if isinstance(suite, (str, Path)) else list(suite)
     if not names:
         raise ConfigError(f"{KEY}.suite", "names no suite")
     suites = []

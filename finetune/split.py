@@ -136,7 +136,7 @@ def eval_defaults(cfg: Any, spec: Any) -> dict[str, Any]:
     from finetune.callbacks import KEY as EVAL_KEY
 
     named = spec.get("suite", DEFAULT_SUITE) if isinstance(spec, dict) else DEFAULT_SUITE
-    suites, _ = _suites([named] if isinstance(named, str) else list(named), None)
+    suites, _ = _suites(named, None)
     held = set(split.eval)
     every = [s.session_id for st in suites for s in st.sessions]
     ids = [i for i in every if split.group_of(i) in held]

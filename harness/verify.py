@@ -182,8 +182,7 @@ def host_killed(answer: Mapping[str, Any]) -> bool:
     names that ``memory_limit``). Something outside the run does that (the machine, an operator,
     an injected fault), and so can workspace code, so the graded run is made once more, in new
     fresh hosts: a second run is a whole graded run, as good as a first, and code that kills its
-    host every time still fails on the second. Without it, one kill from outside graded a correct
-    fix ``failed`` (scripts/chaos, seed 7, a jest-host-kill during the verification)."""
+    host every time still fails on the second."""
     return (
         answer.get("evidence") != "nonce"
         and answer.get("reason") == "no_result_record"
