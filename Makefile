@@ -68,7 +68,7 @@ redteam-search: setup
 	$(BIN)/python scripts/redteam_search.py $(ARGS)
 
 # Mutation testing of the scoring and reward modules (#12) in scratch copies, never the tree;
-# `make mutation MUTATE=harness/metrics.py` for one module, ARGS=--quick for the CI slice.
+# `make mutation MUTATE=harness/runs/metrics.py` for one module, ARGS=--quick for the CI slice.
 mutation: venv
 	$(BIN)/python scripts/mutation $(MUTATE) $(ARGS)
 

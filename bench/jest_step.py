@@ -100,7 +100,8 @@ def main() -> int:
     )
     args = ap.parse_args()
 
-    from harness import image, sandbox, tools
+    from harness import sandbox, tools
+    from harness.sandbox import image
 
     tag = image.ensure_image()
     tmp = Path(tempfile.mkdtemp(prefix="etai-bench-"))

@@ -125,23 +125,24 @@ def floor(suite: Path, image: str, n: int) -> float:
 
 
 def container_starts(image: str, count: int) -> list[float]:
-    from harness.sandbox import Limits, close_quietly
-    from harness.sandbox._docker import DockerSandbox
+    from harness.sandbox import Limits, close_quietly, provider
 
+    docker, limits = provider("docker"), Limits(memory_mb=1024, timeout_s=30)
     times = []
-    for _ in range(count):
-        t = time.monotonic()
-        close_quietly(DockerSandbox(image, Limits(memory_mb=1024, timeout_s=30)))
-        times.append(time.monotonic() - t)
+    with tempfile.TemporaryDirectory() as empty:  # a start copies a workspace in: none here
+        for _ in range(count):
+            t = time.monotonic()
+            close_quietly(docker.start(Path(empty), limits=limits, image=image))
+            times.append(time.monotonic() - t)
     return times
 
 
 def phases(suite_dir: Path, count: int) -> dict[str, list[float]]:
     """One oracle episode at a time, each phase timed on its own (the pool refills in between)."""
     from harness import tools
+    from harness.grading.verify import take_baseline, verify
     from harness.sandbox import Limits, provider
-    from harness.sessions import load_suite
-    from harness.verify import take_baseline, verify
+    from harness.suites.load import load_suite
 
     suite = load_suite(suite_dir)
     prepared = provider("docker").prepare(Limits(memory_mb=1024, timeout_s=30), workers=1)
@@ -194,8 +195,8 @@ def _until_ready(prepared, timeout: float = 60.0) -> None:
 
 
 def etai_run(suite_dir: Path, out: Path, workers: int) -> dict:
-    from harness import runner
-    from harness.results import read_rows
+    from harness.runs import runner
+    from harness.runs.results import read_rows
 
     t, cpu, busy = time.monotonic(), _own_cpu(), _machine_busy()
     summary = runner.run(
@@ -260,7 +261,7 @@ def main() -> int:
     if min(args.sessions, args.workers, args.phases, args.starts) < 1:
         ap.error("--sessions, --workers, --phases and --starts must be at least 1")
 
-    from harness import image
+    from harness.sandbox import image
 
     tag = image.ensure_image()
     tmp = Path(tempfile.mkdtemp(prefix="etai-throughput-"))

@@ -212,8 +212,8 @@ class AsyncEvals:
         return {"harness/eval_seconds": (p.ended or time.monotonic()) - p.started}
 
     def _finished(self, p: Pending) -> dict[str, float]:
-        from harness.errors import InputError
-        from harness.results import read_rows
+        from harness.base.errors import InputError
+        from harness.runs.results import read_rows
 
         rc = p.proc.returncode
         try:

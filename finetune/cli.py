@@ -37,7 +37,7 @@ def _needs_train_extra(command: str) -> None:
         import composer  # noqa: F401
         import torch  # noqa: F401
     except ImportError as e:
-        from harness.errors import InputError
+        from harness.base.errors import InputError
 
         raise InputError(
             f"`etai {command}` needs the train extra (pip install 'etai[train]'): {e}"

@@ -1,6 +1,6 @@
 """ETAI sessions -> token-level training examples (no torch here; ``data.py`` batches them).
 
-The text comes from ``harness.etai_format`` so training and prompting share one serialisation.
+The text comes from ``harness.agents.etai_format`` so training and prompting share one serialisation.
 Each example carries what the four heads learn from, at the token position of their marker:
 the intent (at <TRACE_START>), the tool of each step (at its <TOOL>), whether each step's
 execution succeeded (at its <RESULT>) and the cursor target in pixels (at <OUTPUT>).
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from finetune.errors import DataError
-from harness import etai_format as fmt
-from harness.intents import ALLOWED_TOOLS, INTENTS
+from harness.agents import etai_format as fmt
+from harness.session.intents import ALLOWED_TOOLS, INTENTS
 from harness.tools import tool_names
 
 IGNORE = -100  # label of tokens the LM loss skips (torch's cross_entropy ignore_index)
@@ -108,8 +108,8 @@ def load_sessions(paths: str | Path | Sequence[str | Path]) -> list[dict[str, An
 def cursor_pixels(
     target: Mapping[str, Any], viewport: Mapping[str, Any] | None
 ) -> tuple[float, float]:
-    """The target's screen position (harness.metrics.pixel: the formula cursor error is scored with)."""
-    from harness.metrics import pixel
+    """The target's screen position (harness.runs.metrics.pixel: the formula cursor error is scored with)."""
+    from harness.runs.metrics import pixel
 
     x, y = pixel(target["line"], target["column"], {**DEFAULT_VIEWPORT, **(viewport or {})})
     return float(x), float(y)

@@ -162,8 +162,8 @@ def export_hf(
     if state is None:
         return None
     from finetune.tokenizer import make_servable
-    from harness.agents._model_chat import ETAI_CHAT_TEMPLATE
-    from harness.etai_format import STOP_MARKERS
+    from harness.agents import ETAI_CHAT_TEMPLATE
+    from harness.agents.etai_format import STOP_MARKERS
 
     tokenizer = tokenizer if tokenizer is not None else model.tokenizer
     lm = plain_lm(model, state, merge_lora=True)

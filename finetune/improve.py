@@ -151,7 +151,7 @@ def load_improve_config(path: str | Path, overrides: Sequence[str] = ()) -> Impr
 
 def split_metrics(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, Any]:
     """PA@1..k, green share and invalid-action rate (invalid steps / steps) of one split's rows."""
-    from harness.metrics import path_accuracy, valid
+    from harness.runs.metrics import path_accuracy, valid
 
     rows = valid(rows)
     steps = sum(int(r.get("steps_used") or 0) for r in rows)
@@ -169,7 +169,7 @@ def split_metrics(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, Any]:
 
 
 def _sft_sessions(cfg: ImproveConfig) -> Path:
-    from harness.sessions import load_suite
+    from harness.suites.load import load_suite
 
     suite = load_suite(cfg.suite)
     by_id = {s.session_id: s.raw for s in suite.sessions}
@@ -190,8 +190,8 @@ def _train(config: Path, overrides: Sequence[str]) -> None:
 
 
 def _run(cfg: ImproveConfig, model: Path, sessions: Sequence[str], out: Path, **extra: Any) -> list:
-    from harness.results import read_rows
-    from harness.runner import run
+    from harness.runs.results import read_rows
+    from harness.runs.runner import run
 
     options = dict(extra.pop("options", {}))
     run(

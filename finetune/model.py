@@ -19,7 +19,7 @@ import torch
 from composer.models import ComposerModel
 from torch import nn
 
-from harness.intents import ALLOWED_TOOLS, INTENTS
+from harness.session.intents import ALLOWED_TOOLS, INTENTS
 from harness.tools import tool_names
 
 HEAD_NAMES = ("intent", "tool", "reward", "cursor")
@@ -29,7 +29,7 @@ DEFAULT_HEAD_LRS = {"intent": 1e-4, "tool": 5e-5, "reward": 2e-5, "cursor": 3e-5
 def allowed_tool_matrix(
     intents: tuple[str, ...] = INTENTS, tools: tuple[str, ...] = tool_names()
 ) -> torch.Tensor:
-    """[n_intents, n_tools] booleans from harness.intents.ALLOWED_TOOLS."""
+    """[n_intents, n_tools] booleans from harness.session.intents.ALLOWED_TOOLS."""
     return torch.tensor([[t in ALLOWED_TOOLS[i] for t in tools] for i in intents], dtype=torch.bool)
 
 

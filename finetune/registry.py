@@ -1,4 +1,4 @@
-"""finetune's registries (losses, trainers, weight schedules): ``harness.registry.Registry`` with
+"""finetune's registries (losses, trainers, weight schedules): ``harness.base.registry.Registry`` with
 finetune's error. Plug-ins add entries through the entry-point groups ``etai.losses``,
 ``etai.trainers`` and ``etai.schedules``; a ``package.module:Attr`` name is imported on demand.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from finetune.errors import ConfigError
-from harness.registry import Registry as _Registry
+from harness.base.registry import Registry as _Registry
 
 T = TypeVar("T")
 

@@ -3,7 +3,7 @@
 A session row of ``etai run`` keeps what the agent was given (``task``: instruction and IDE
 context; ``observations``: each step's tool call and execution result, invalid steps included) and,
 for a text agent, a ``transcript`` (the render settings, a sha256 of every prompt, every raw
-output). So a row re-renders each prompt through ``harness.etai_format``; ``check_prompts``
+output). So a row re-renders each prompt through ``harness.agents.etai_format``; ``check_prompts``
 compares that text with the hash the agent stored, which is what proves that training text and
 prompt text are the same bytes.
 
@@ -23,15 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from finetune.errors import DataError
-from harness import etai_format as fmt
+from harness.agents import etai_format as fmt
 
 GREEN = "passed"
 
 
 def read_run(folder: str | Path) -> list[dict[str, Any]]:
     """The session rows of a run folder (``results.jsonl``, deduplicated as the runner reads it)."""
-    from harness.errors import InputError
-    from harness.results import read_rows
+    from harness.base.errors import InputError
+    from harness.runs.results import read_rows
 
     path = Path(folder)
     results = path / "results.jsonl" if path.is_dir() else path

@@ -28,6 +28,8 @@ from typing import Any
 import yaml
 
 from finetune.errors import ConfigError
+from finetune.evaluation import DEFAULT_SUITE, load_eval_suites
+from finetune.evaluation import KEY as EVAL_KEY
 
 KEY = "data.split"
 
@@ -132,11 +134,8 @@ def eval_defaults(cfg: Any, spec: Any) -> dict[str, Any]:
         return {}
     if not split.projects:
         return {"sessions": list(split.eval)}
-    from finetune.callbacks import DEFAULT_SUITE, _suites
-    from finetune.callbacks import KEY as EVAL_KEY
-
     named = spec.get("suite", DEFAULT_SUITE) if isinstance(spec, dict) else DEFAULT_SUITE
-    suites, _ = _suites(named, None)
+    suites, _ = load_eval_suites(named, None)
     held = set(split.eval)
     every = [s.session_id for st in suites for s in st.sessions]
     ids = [i for i in every if split.group_of(i) in held]
@@ -152,8 +151,7 @@ def check_held_out(
     """Refuse evaluating what is trained on: ``trained`` maps each data source (its config key)
     to the session ids it trains on; under a project split, whole projects are compared.
     Unless the callback allows the overlap."""
-    from finetune.callbacks import KEY as EVAL_KEY
-    from finetune.callbacks import HarnessEval
+    from finetune.callbacks import HarnessEval  # composer: the train extra
 
     for cb in callbacks:
         if not isinstance(cb, HarnessEval) or cb.allow_overlap:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.etai_format import SPECIAL_TOKENS
+from harness.agents.etai_format import SPECIAL_TOKENS
 
 PAD, EOS = "<|pad|>", "<|endoftext|>"
 MODEL_INPUTS = ("input_ids", "attention_mask")  # what training gives the LM; no token_type_ids

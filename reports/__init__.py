@@ -21,6 +21,7 @@ __all__ = ["compare", "gate", "load", "write_report"]
 
 def load(*args: Any, **kwargs: Any):
     """Run and training folders into one DataFrame (see reports._load.load)."""
+    # pandas: loaded when a report or gate is made, not by `etai --help`
     from reports._load import load as _load
 
     return _load(*args, **kwargs)
@@ -28,6 +29,7 @@ def load(*args: Any, **kwargs: Any):
 
 def compare(*args: Any, **kwargs: Any):
     """A Comparison of every arm on their common sessions (see reports._compare.compare)."""
+    # pandas: loaded when a report or gate is made, not by `etai --help`
     from reports._compare import compare as _compare
 
     return _compare(*args, **kwargs)
@@ -35,6 +37,7 @@ def compare(*args: Any, **kwargs: Any):
 
 def write_report(*args: Any, **kwargs: Any):
     """Write a Comparison as md/html/json into a folder (see reports._render.write)."""
+    # pandas: loaded when a report or gate is made, not by `etai --help`
     from reports._render import write
 
     return write(*args, **kwargs)
@@ -42,6 +45,7 @@ def write_report(*args: Any, **kwargs: Any):
 
 def gate(*args: Any, **kwargs: Any):
     """Check rules on a run, alone or against a baseline (see reports._gate.gate)."""
+    # pandas: loaded when a report or gate is made, not by `etai --help`
     from reports._gate import gate as _gate
 
     return _gate(*args, **kwargs)

@@ -2,7 +2,7 @@
 breakdowns and paired tests, all over the sessions every arm has.
 
 An *arm* is one agent of one run (a training step is an arm of its own). Rates leave out
-``reference_broken`` and ``infra_error`` rows, as harness.metrics does, so the point estimates
+``reference_broken`` and ``infra_error`` rows, as harness.runs.metrics does, so the point estimates
 here equal the run's summary.json on the same rows.
 """
 
@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness import metrics
+from harness.base.errors import InputError
+from harness.runs import metrics
 from reports import _stats
 from reports._kinds import SESSIONS, TASK_KS, flatten
 from reports._load import STATUSES
@@ -46,7 +47,7 @@ def _mean_ci(df: pd.DataFrame, col: str, stat=np.mean) -> dict[str, Any]:
 
 
 def pass_at(df: pd.DataFrame, k: int) -> float | None:
-    """Unbiased pass@k over sessions (harness.metrics.pass_at_k_of); None when k > some session's samples."""
+    """Unbiased pass@k over sessions (harness.runs.metrics.pass_at_k_of); None when k > some session's samples."""
     v = df[df["valid"]]
     per = {sid: list(g) for sid, g in v.groupby("session_id", observed=True)["passed"]}
     return metrics.pass_at_k_of(per, [k]).get(k)
@@ -219,7 +220,7 @@ class Comparison:
 
 def compare(df: pd.DataFrame, *, pa_j: int = 3) -> Comparison:
     """Compare every arm of loaded runs (``reports.load``) on the sessions they all have."""
-    from harness.errors import InputError
+    # pandas: loaded when a report or gate is made, not by `etai --help`
     from reports._load import load
 
     if not isinstance(df, pd.DataFrame):
@@ -277,7 +278,6 @@ def _suite_of(df: pd.DataFrame) -> str:
 def _compare_tasks(df: pd.DataFrame, kind: str) -> Comparison:
     """A Comparison of a task kind: the arms' pass@k and status counts on their common tasks, and
     what each arm's summary states under the kind's own names (all there is without rows)."""
-    from harness.errors import InputError
 
     summaries = df.attrs.get("summaries", {})
     named = {(r, a): arm for r, a, arm in zip(df["run"], df["agent"], df["arm"])}

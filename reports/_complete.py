@@ -5,7 +5,7 @@ A results.jsonl is appended to by every `etai run` on its folder and can be edit
 by hand: a row of a session the suite does not have, of another suite, or of another version of a
 session (its content hash differs) is *foreign*: left out of the numbers, and named. A session of
 the run without a row for every agent and sample is *missing*: a gate on the rest would pass on
-13 of 14 sessions. summary.json says what the run is (harness/session_kind.py): ``suite``,
+13 of 14 sessions. summary.json says what the run is (harness/runs/session_kind.py): ``suite``,
 ``sessions`` (ids run), ``suite_sessions`` (every session of the suite, by content hash),
 ``samples`` and ``agents``. Summaries written before those keys are held to what they state:
 rows of another suite are foreign, and a run with fewer sessions than ``n_sessions`` misses some,

@@ -29,9 +29,11 @@ STATUS_COLOURS = {
 
 
 def _plt():
+    # matplotlib: the report extra
     import matplotlib
 
     matplotlib.use("Agg", force=True)  # never a display, also where one is set
+    # matplotlib: the report extra
     import matplotlib.pyplot as plt
 
     return plt

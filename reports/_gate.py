@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
 
-from harness.errors import InputError
-from harness.records import NON_TERMINAL
+from harness.base.errors import InputError
+from harness.session.records import NON_TERMINAL
 from reports import _stats
 from reports._compare import arm_metrics, pass_at, session_values, task_metrics
 from reports._complete import for_gate
@@ -515,7 +516,6 @@ def load_config(path: str | Path) -> dict[str, Any]:
     """A gate.yaml: ``rules`` (a list of rule strings) and optionally ``baseline``, ``agent``,
     ``baseline_agent``, ``alpha``, ``allow_mismatch``, ``allow_partial``. Relative run paths are taken as they are
     (from the working directory), as on the command line."""
-    import yaml
 
     p = Path(path)
     try:

@@ -1,6 +1,6 @@
 """What a report and the gate measure on a run of each suite kind, under the kind's own names.
 
-Two shapes of kind (harness/suite_kinds.py is the registry of kinds; this module adds no second
+Two shapes of kind (harness/suites/kinds.py is the registry of kinds; this module adds no second
 one): ``sessions`` replays IDE sessions, whose rows carry steps, paths and cursors (Path
 Accuracy@k, tamper rate, special-cased rate, cursor error: reports/_compare.py ``arm_metrics``);
 every other kind (``humaneval``, plug-ins) is read as tasks with sampled outcomes: pass@k with its
@@ -14,8 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.base.errors import InputError
+from harness.suites.kinds import SUITE_KINDS
+
 SESSIONS = "sessions"
-# The pass@k values a task kind reports: those of harness.suite_kinds.pass_ks (k <= samples).
+# The pass@k values a task kind reports: those of harness.suites.kinds.pass_ks (k <= samples).
 TASK_KS = (1, 2, 5, 10, 20, 50, 100)
 
 
@@ -40,8 +43,6 @@ def headline(kind: str, k: int, samples: int) -> list[str]:
 def own_names(kind: str, summaries: Sequence[Mapping[str, Any]]) -> list[str]:
     """The kind's own per-agent summary metrics that hold a number (or numbers by key): the names
     the kind declares when it is installed, else every such field the summaries hold."""
-    from harness.errors import InputError
-    from harness.suite_kinds import SUITE_KINDS
 
     try:
         declared: Sequence[str] | None = SUITE_KINDS.get(kind).metrics

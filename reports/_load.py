@@ -24,9 +24,10 @@ from typing import Any
 
 import pandas as pd
 
-from harness import metrics
-from harness.errors import InputError
-from harness.records import NON_TERMINAL, STATUSES
+from harness.base.errors import InputError
+from harness.runs import metrics
+from harness.runs.results import read_rows
+from harness.session.records import NON_TERMINAL, STATUSES
 from reports._complete import Gaps, gaps, named, split_foreign
 from reports._kinds import SESSIONS, kind_of_run
 
@@ -52,7 +53,7 @@ class RunInfo:
     has_summary: bool
     step: int | None = None
     series: str | None = None  # the training folder a step belongs to
-    kind: str = SESSIONS  # the suite kind that wrote it (harness.suite_kinds)
+    kind: str = SESSIONS  # the suite kind that wrote it (harness.suites.kinds)
     gaps: Gaps = field(default_factory=Gaps)  # rows left out as foreign, sessions lacking rows
 
     def to_dict(self) -> dict[str, Any]:
@@ -83,7 +84,6 @@ def find_runs(path: str | Path) -> list[tuple[Path, int | None, Path | None]]:
 
 
 def _rows(path: Path, summary: dict[str, Any] | None) -> list[dict[str, Any]]:
-    from harness.results import read_rows
 
     if (path / "results.jsonl").is_file() or summary is None:
         rows = _checked(read_rows(path / "results.jsonl"), path / "results.jsonl")

@@ -8,48 +8,27 @@ from __future__ import annotations
 import base64
 import html
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.runs.results import write_json_atomic
+from reports import view
 from reports._compare import Comparison
 from reports._figures import FIGURES
 from reports._load import STATUSES
+from reports._section import Section, cell_ci, fmt
 from reports._sessions import VIEW, Link, Links, links_of
 
 FORMATS = ("md", "html", "json")
 
 
-@dataclass
-class Section:
-    id: str
-    title: str
-    text: list[str] = field(default_factory=list)
-    tables: list[tuple[list[str], list[list[Any]]]] = field(
-        default_factory=list
-    )  # str or Link cells
-    figure: str | None = None
-
-
-def _f(x: Any, digits: int = 3) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
-
-
-def _ci(cell: dict[str, Any], digits: int = 3) -> str:
-    if cell["value"] is None:
-        return "–"
-    if cell["lo"] is None:
-        return _f(cell["value"], digits)
-    return f"{_f(cell['value'], digits)} [{_f(cell['lo'], digits)}, {_f(cell['hi'], digits)}]"
-
-
 def sections(c: Comparison, links: Links | None = None) -> list[Section]:
     """Every section of a comparison; ``links``: its episodes' ids in the view.html beside it."""
+    # pandas: loaded when a report or gate is made, not by `etai --help`
     from reports._sessions import session_sections
 
     if c.kind != "sessions":
+        # pandas: loaded when a report or gate is made, not by `etai --help`
         from reports._suites import task_sections
 
         return task_sections(c) + session_sections(c, links)
@@ -73,9 +52,9 @@ def sections(c: Comparison, links: Links | None = None) -> list[Section]:
                         r["label"],
                         r["suite"],
                         str(r["k"]),
-                        _f(r["max_steps"]),
+                        fmt(r["max_steps"]),
                         str(r["samples"]),
-                        _f(r["step"]),
+                        fmt(r["step"]),
                         "yes"
                         if r["complete"]
                         else "NO" + ("" if r["has_summary"] else " (no summary.json)"),
@@ -131,13 +110,16 @@ def sections(c: Comparison, links: Links | None = None) -> list[Section]:
                     a,
                     str(m["n_sessions"]),
                     str(m["n_valid"]),
-                    *(_ci(m["path_accuracy"][j]) if j in m["path_accuracy"] else "–" for j in ks),
-                    _ci(m["pass@1"]),
-                    _ci(m["tamper_rate"]),
-                    _ci(m["special_case_rate"]),
-                    _ci(m["steps_to_green"], 2),
-                    _ci(m["path_match"]),
-                    _ci(m["cursor_px"], 1),
+                    *(
+                        cell_ci(m["path_accuracy"][j]) if j in m["path_accuracy"] else "–"
+                        for j in ks
+                    ),
+                    cell_ci(m["pass@1"]),
+                    cell_ci(m["tamper_rate"]),
+                    cell_ci(m["special_case_rate"]),
+                    cell_ci(m["steps_to_green"], 2),
+                    cell_ci(m["path_match"]),
+                    cell_ci(m["cursor_px"], 1),
                     str(m["invalid_actions"]),
                     str(m["status_counts"]["infra_error"]),
                     str(m["status_counts"]["reference_broken"]),
@@ -162,7 +144,7 @@ def sections(c: Comparison, links: Links | None = None) -> list[Section]:
                 [
                     a,
                     *(
-                        _f(m["path_accuracy"][j]["value"]) if j in m["path_accuracy"] else "–"
+                        fmt(m["path_accuracy"][j]["value"]) if j in m["path_accuracy"] else "–"
                         for j in ks
                     ),
                 ]
@@ -184,7 +166,7 @@ def sections(c: Comparison, links: Links | None = None) -> list[Section]:
                         str(r.intent),
                         str(r.n),
                         str(r.passed),
-                        f"{_f(r.pass_rate)} [{_f(r.lo)}, {_f(r.hi)}]",
+                        f"{fmt(r.pass_rate)} [{fmt(r.lo)}, {fmt(r.hi)}]",
                     ]
                     for r in c.intents.itertuples()
                 ],
@@ -234,7 +216,12 @@ def sections(c: Comparison, links: Links | None = None) -> list[Section]:
                 "wrong-file rate [95% Wilson]",
             ],
             [
-                [a, _ci(m["cursor_px"], 1), str(m["cursor_px"]["n"]), _ci(m["wrong_file_rate"])]
+                [
+                    a,
+                    cell_ci(m["cursor_px"], 1),
+                    str(m["cursor_px"]["n"]),
+                    cell_ci(m["wrong_file_rate"]),
+                ]
                 for a, m in c.metrics.items()
             ],
         )
@@ -294,7 +281,7 @@ def sections(c: Comparison, links: Links | None = None) -> list[Section]:
                     "–"
                     if p.pa_diff is None
                     else f"{p.pa_diff:+.3f} [{p.pa_lo:+.3f}, {p.pa_hi:+.3f}]",
-                    _f(p.pa_p, 4),
+                    fmt(p.pa_p, 4),
                 ]
                 for p in c.pairs
             ],
@@ -309,7 +296,7 @@ def sections(c: Comparison, links: Links | None = None) -> list[Section]:
     else:
         cols = list(c.training.columns)
         train.tables.append(
-            (cols, [[_f(v) for v in row] for row in c.training.itertuples(index=False)])
+            (cols, [[fmt(v) for v in row] for row in c.training.itertuples(index=False)])
         )
     return [runs, agents, curve, intents, status, cur, steps, pairs, train] + session_sections(
         c, links
@@ -434,6 +421,7 @@ def document(
         secs = sections(c, links)
         used = {s.figure for s in secs if s.figure}
         return secs, {f: d(c) for f, _, d in FIGURES if f in used} if draw else {}
+    # pandas: loaded when a report or gate is made, not by `etai --help`
     from reports._suites import matrix, slug
 
     secs, figures = [matrix(c)], {}
@@ -452,15 +440,12 @@ def write(
     c: Comparison | list[Comparison], out: str | Path, formats: tuple[str, ...] = ("md", "html")
 ) -> dict[str, Path]:
     """Write the report in each format into ``out``; return the files written by format."""
-    from harness.results import write_json_atomic
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
     links = None
     if {"md", "html"} & set(formats):  # the viewer beside the report, its sessions linked into it
-        from reports import view
-
         runs = dict.fromkeys(r["path"] for x in (c if isinstance(c, list) else [c]) for r in x.runs)
         v = view.load_view(list(runs))
         written["view"] = view.write(v, out / VIEW)

@@ -11,6 +11,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from reports._compare import Comparison
+from reports._section import Section
 
 VIEW = "view.html"
 
@@ -98,7 +99,6 @@ def changes(c: Comparison, links: Links | None) -> tuple[list[str], list[list[Ce
 
 def session_sections(c: Comparison, links: Links | None) -> list:
     """ "Every session" (or task) and "Sessions whose status changed", as report Sections."""
-    from reports._render import Section
 
     what = "session" if c.kind == "sessions" else "task"
     every = Section(

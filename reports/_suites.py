@@ -12,11 +12,11 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.errors import InputError
+from harness.base.errors import InputError
 from reports._compare import Comparison, compare
 from reports._kinds import SESSIONS, headline
 from reports._load import load
-from reports._render import Section, _ci, _f
+from reports._section import Section, cell_ci, fmt
 
 
 def by_suite(paths: Iterable[str | Path], *, allow_mismatch: bool = False) -> list[Comparison]:
@@ -45,10 +45,10 @@ def _cell(c: Comparison, arm: str, metric: str) -> str:
     name, _, n = metric.partition("@")
     if c.kind != SESSIONS:
         cell = m["pass_at_k"].get(int(n)) if name == "pass" else None
-        return _ci(cell) if cell else _f(m["own"].get(metric))
+        return cell_ci(cell) if cell else fmt(m["own"].get(metric))
     if name == "pa":
-        return _ci(m["path_accuracy"][int(n)]) if int(n) in m["path_accuracy"] else "–"
-    return _ci(m[metric])
+        return cell_ci(m["path_accuracy"][int(n)]) if int(n) in m["path_accuracy"] else "–"
+    return cell_ci(m[metric])
 
 
 def _columns(c: Comparison) -> list[str]:
@@ -120,8 +120,8 @@ def task_sections(c: Comparison) -> list[Section]:
                         a,
                         str(m["n_sessions"]),
                         str(m["n_valid"]),
-                        *(_ci(m["pass_at_k"][k]) if k in m["pass_at_k"] else "–" for k in ks),
-                        *(_f(m["own"].get(n)) for n in own),
+                        *(cell_ci(m["pass_at_k"][k]) if k in m["pass_at_k"] else "–" for k in ks),
+                        *(fmt(m["own"].get(n)) for n in own),
                     ]
                     for a, m in c.metrics.items()
                 ],

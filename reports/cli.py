@@ -112,10 +112,12 @@ def add_parsers(sub) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    # the command's code, imported when it runs: `etai --help` stays fast
     from reports import compare, load, write_report
     from reports._complete import Gaps
 
     if args.by == "suite":
+        # the command's code, imported when it runs: `etai --help` stays fast
         from reports._suites import by_suite
 
         cs = by_suite(args.runs, allow_mismatch=args.allow_mismatch)
@@ -139,6 +141,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace) -> int:
+    # the command's code, imported when it runs: `etai --help` stays fast
     from reports import view
 
     if args.out:
@@ -149,6 +152,7 @@ def _view(args: argparse.Namespace) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
+    # the command's code, imported when it runs: `etai --help` stays fast
     from reports import gate
     from reports._gate import ALPHA, load_config
     from reports._gate_out import markdown, write

@@ -100,8 +100,8 @@ def measured(args: argparse.Namespace) -> tuple[dict, dict]:
     from finetune.callbacks import HarnessEval
     from finetune.config import load_config
     from finetune.epoch import epoch_of, pipeline
-    from harness.etai_format import render_action, render_prompt
-    from harness.results import read_rows
+    from harness.agents.etai_format import render_action, render_prompt
+    from harness.runs.results import read_rows
 
     cfg = load_config(args.estimate, args.overrides)
     made = pipeline(cfg)

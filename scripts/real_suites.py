@@ -50,7 +50,7 @@ def build_project(
     `make real-suites` and scripts/chaos both run. ``caps``: ``per_file``/``per_function``
     mutants (BuildOptions' defaults unless given). Returns the build's summary."""
     sys.path.insert(0, str(ROOT))
-    from harness.suite_build.build import BuildOptions, build
+    from harness.authoring.build.build import BuildOptions, build
 
     opts = BuildOptions(
         **caps,
@@ -64,8 +64,8 @@ def build_project(
 
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
-    from harness.errors import EtaiError
-    from harness.runner import run
+    from harness.base.errors import EtaiError
+    from harness.runs.runner import run
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--max", type=int, default=90, help="sessions per project (default 90)")

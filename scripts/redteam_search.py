@@ -57,7 +57,7 @@ def _limits(guard: bool = True):
 def load_sessions(wanted: list[str] | None) -> list[tuple[Any, Any]]:
     """(suite, session) of every bundled session and the implement-this-function session (what
     test_tamper.py attacks), or of the ones named; an unknown name is a ValueError."""
-    from harness.sessions import load_suite
+    from harness.suites.load import load_suite
 
     pairs = [
         (st, s) for st in (load_suite("jest-bugfix"), load_suite(IMPLEMENT)) for s in st.sessions
@@ -76,7 +76,7 @@ def load_sessions(wanted: list[str] | None) -> list[tuple[Any, Any]]:
 def preflights(pairs, *, workers: int) -> tuple[list[tuple[Any, Any, dict]], list[tuple[str, str]]]:
     """Each session with its preflight (cached per session content, image and grading code), and
     the sessions whose reference is not green under the guard (nothing can be judged there)."""
-    from harness.session_kind import local_preflights
+    from harness.runs.session_jobs import local_preflights
 
     flights: dict[str, dict] = {}
     suites: dict[int, Any] = {}
@@ -371,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
             if c in picked:
                 print(f"{c.name}\t{pairs[i % len(pairs)][1].session_id}")
         return EXIT_OK
-    from harness import image as im
+    from harness.sandbox import image as im
 
     image = im.ensure_image(log=lambda *a: print(*a, file=sys.stderr))
     entries, bad = preflights(pairs, workers=args.workers)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox.conformance import PROJECT, write_project
+from harness.tools.conformance import PROJECT, write_project
 
 BUNDLED = Path(__file__).resolve().parents[1] / "suites" / "jest-bugfix"
 
@@ -154,7 +154,7 @@ def _own_cache(tmp_path_factory):
     artefacts (Node tarball, runner folders, projects' node_modules installed from their lockfiles)
     are content-addressed by their inputs and never change once built, so they are linked in rather
     than rebuilt; the verdict cache starts empty."""
-    from harness import image as im
+    from harness.sandbox import image as im
 
     shared = im.cache_dir()
     mine = tmp_path_factory.mktemp("etai-cache")
@@ -175,7 +175,7 @@ def _own_cache(tmp_path_factory):
 @pytest.fixture(scope="session")
 def image() -> str:
     """The real sandbox image (built if missing). No Docker engine is an error here, never a skip."""
-    from harness import image as im
+    from harness.sandbox import image as im
 
     return im.ensure_image()
 

@@ -3,7 +3,7 @@ and model backends registered the same way).
 
 An agent sees a TaskView (the instruction, the IDE context, the tool schemas, its budget) and its
 own observations — never the human's trace; only the oracle, built with the suite, reads it.
-Decisions are the types of the shared ETAI text format (``harness.etai_format``): an Action, a
+Decisions are the types of the shared ETAI text format (``harness.agents.etai_format``): an Action, a
 FinalAnswer, or an InvalidAction (which the loop records and counts as a step).
 
 Episodes are driven from the runner's worker threads, one per session in flight; a model backend
@@ -16,9 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.etai_format import Action, FinalAnswer, InvalidAction
-from harness.registry import Registry
-from harness.sessions import Cursor, Session, Suite
+from harness import tools
+from harness.agents._model_chat import ETAI_CHAT_TEMPLATE as ETAI_CHAT_TEMPLATE
+from harness.agents._model_common import Generation as Generation
+from harness.agents.etai_format import Action, FinalAnswer, InvalidAction
+from harness.base.registry import Registry
+from harness.session.model import Cursor, Session, Suite
 
 Decision = Action | FinalAnswer | InvalidAction
 Observation = dict[str, Any]  # {"step", "tool_called", "tool_args", "execution_result"}
@@ -45,7 +48,6 @@ class TaskView:
 
     @classmethod
     def of(cls, session: Session, *, max_steps: int, k: int) -> TaskView:
-        from harness import tools
 
         return cls(
             session.session_id,

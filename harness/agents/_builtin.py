@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents import AgentContext, Decision, TaskView, register
-from harness.errors import InputError
-from harness.etai_format import Action, FinalAnswer, InvalidAction
-from harness.sandbox._runner import MAX_WORKSPACE_BYTES
-from harness.sessions import Cursor, text_lines
+from harness.agents.etai_format import Action, FinalAnswer, InvalidAction
+from harness.base.errors import InputError
+from harness.session.model import Cursor
+from harness.session.workspace import MAX_WORKSPACE_BYTES, text_lines
 
 
 @dataclass

@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.etai_format import (
+from harness.agents.etai_format import (
     OUTPUT,
     STEP,
     Action,
@@ -213,5 +213,5 @@ def text_decision(content: str, tools: Sequence[str]) -> tuple[Decision, Message
     elif isinstance(decision, FinalAnswer):
         said = render_final(decision.text)
     else:
-        said = render_action("invalid_action", {})  # the step harness.loop records
+        said = render_action("invalid_action", {})  # the step harness.runs.loop records
     return decision, {"role": "assistant", "content": said}

@@ -15,34 +15,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError
-from harness.etai_format import DEFAULT_MAX_RESULT_CHARS, parse_action, render_prompt
+from harness.agents.etai_format import DEFAULT_MAX_RESULT_CHARS, parse_action, render_prompt
+from harness.base.errors import InputError
 
 DEFAULT_MAX_NEW_TOKENS = 512  # a file_write of a small source file fits; the tiny tests pass less
 
 
-def _number(
+def option(
     options: Mapping[str, Any],
     key: str,
     kind: type,
     default: Any,
     ok: Callable[[Any], bool],
     rule: str,
+    *,
+    env: str | None = None,
+    where: str | None = None,
 ) -> Any:
-    value = options.get(key)
+    """Agent option ``key``, else environment variable ``env``, else ``default``: the one parser of
+    agent settings. A bad value is an InputError naming where it came from (exit 2, before the
+    run), never a ValueError's traceback from inside it; a fraction is no whole number."""
+    value, where = options.get(key), where or f"--{key.replace('_', '-')}"
+    if value is None and env:
+        value, where = env_first(env), env
     if value is None:
         return default
     try:
-        value = kind(value)
+        parsed = kind(value)
+        if kind is int and parsed != float(value):  # int(1.5) would quietly be 1
+            raise ValueError
     except (TypeError, ValueError):
-        raise InputError(
-            f"{key} must be {rule} (got {value!r})", where=f"--{key.replace('_', '-')}"
-        ) from None
-    if not ok(value):
-        raise InputError(
-            f"{key} must be {rule} (got {value!r})", where=f"--{key.replace('_', '-')}"
-        )
-    return value
+        raise InputError(f"{key} must be {rule} (got {value!r})", where=where) from None
+    if not ok(parsed):
+        raise InputError(f"{key} must be {rule} (got {value!r})", where=where)
+    return parsed
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,7 @@ class Generation:
         """From the CLI's options; absent keys fall back to ``defaults`` and then the class defaults."""
         base = cls(**defaults)
         return cls(
-            temperature=_number(
+            temperature=option(
                 options,
                 "temperature",
                 float,
@@ -71,10 +77,10 @@ class Generation:
                 lambda v: 0 <= v <= 10,
                 "a number in [0, 10]",
             ),
-            top_p=_number(
+            top_p=option(
                 options, "top_p", float, base.top_p, lambda v: 0 < v <= 1, "a number in (0, 1]"
             ),
-            max_new_tokens=_number(
+            max_new_tokens=option(
                 options,
                 "max_new_tokens",
                 int,
@@ -82,7 +88,7 @@ class Generation:
                 lambda v: v >= 1,
                 "a positive integer",
             ),
-            max_result_chars=_number(
+            max_result_chars=option(
                 options,
                 "max_result_chars",
                 int,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from http.client import HTTPException
 from typing import Any
 
-from harness.errors import InfraError, ServerUnreachable
+from harness.base.errors import InfraError, ServerUnreachable
 
 _MAX_BODY = 64 << 20  # a chat completion is kilobytes; a runaway proxy must not fill memory
 

@@ -34,8 +34,8 @@ from harness.agents._model_common import (
     folder_settings,
     tool_names_of,
 )
-from harness.errors import BudgetSkipped, InfraError, InputError
-from harness.etai_format import STOP_MARKERS
+from harness.agents.etai_format import STOP_MARKERS
+from harness.base.errors import BudgetSkipped, InfraError, InputError
 
 # Row reasons of a spent deadline: a running episode stops at its next generation (an infra_error
 # row); one not yet started never starts a sandbox (a skipped_budget row).
@@ -104,7 +104,10 @@ class HFAgent:
 
     # --------------------------------------------------------------------------- loading
     def _load(self, folder: Path, device: str | None) -> None:
+        # torch: the train extra
         import torch
+
+        # transformers: the train extra
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -173,6 +176,7 @@ class HFAgent:
         return ids
 
     def _generate_batch(self, items: Sequence[tuple[str, int]]) -> list[str]:
+        # torch: the train extra
         import torch
 
         rows = [self._prompt_ids(p) for p, _ in items]

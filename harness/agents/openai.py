@@ -43,7 +43,7 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,10 +55,10 @@ from harness.agents._model_chat import (
     text_messages,
     tool_messages,
 )
-from harness.agents._model_common import Generation, env_first, step_seed, tool_names_of
+from harness.agents._model_common import Generation, env_first, option, step_seed, tool_names_of
 from harness.agents._model_http import HttpStatus, RetryPolicy, request_json
-from harness.errors import InfraError, InputError, ServerUnreachable
-from harness.etai_format import STOP_MARKERS, InvalidAction
+from harness.agents.etai_format import STOP_MARKERS, InvalidAction
+from harness.base.errors import InfraError, InputError, ServerUnreachable
 
 PROTOCOLS = ("auto", "tools", "text")
 # Decoding options that keep special tokens in the returned text (vLLM's sampling parameters; an
@@ -75,33 +75,6 @@ _CONTEXT_WORDS = (
 )
 
 
-def _setting(
-    opts: Mapping[str, Any],
-    key: str,
-    env: str | None,
-    kind: type,
-    default: Any,
-    ok: Callable[[Any], bool],
-    rule: str,
-) -> Any:
-    """Option ``key``, else environment variable ``env``, else ``default``. A bad value is an
-    InputError naming where it came from (exit 2), not a ValueError's traceback from the run."""
-    value, where = opts.get(key), f"option {key}"
-    if value is None and env:
-        value, where = env_first(env), env
-    if value is None:
-        return default
-    try:
-        parsed = kind(value)
-        if kind is int and parsed != float(value):  # int(1.5) would quietly be 1
-            raise ValueError
-    except (TypeError, ValueError):
-        raise InputError(f"{key} must be {rule} (got {value!r})", where=where) from None
-    if not ok(parsed):
-        raise InputError(f"{key} must be {rule} (got {value!r})", where=where)
-    return parsed
-
-
 class OpenAIAgent:
     def __init__(self, base_url: str, model: str | None, ctx: AgentContext):
         if not base_url.startswith(("http://", "https://")) or len(base_url) <= len("https://"):
@@ -116,42 +89,45 @@ class OpenAIAgent:
             :16
         ]
         self.gen = Generation.from_options(opts)
-        self.protocol = _setting(
+        self.protocol = option(
             opts,
             "protocol",
-            "ETAI_OPENAI_PROTOCOL",
             str,
             "auto",
             PROTOCOLS.__contains__,
             f"one of {', '.join(PROTOCOLS)}",
+            env="ETAI_OPENAI_PROTOCOL",
+            where="option protocol",
         )
         self.policy = RetryPolicy(
-            timeout_s=_setting(
+            timeout_s=option(
                 opts,
                 "timeout_s",
-                "ETAI_OPENAI_TIMEOUT",
                 float,
                 RetryPolicy.timeout_s,
                 lambda v: 0 < v < math.inf,
                 "a positive number of seconds",
+                env="ETAI_OPENAI_TIMEOUT",
+                where="option timeout_s",
             ),
-            max_retries=_setting(
+            max_retries=option(
                 opts,
                 "max_retries",
-                "ETAI_OPENAI_MAX_RETRIES",
                 int,
                 RetryPolicy.max_retries,
                 lambda v: v >= 0,
                 "a non-negative integer",
+                env="ETAI_OPENAI_MAX_RETRIES",
+                where="option max_retries",
             ),
-            backoff_s=_setting(
+            backoff_s=option(
                 opts,
                 "backoff_s",
-                None,
                 float,
                 RetryPolicy.backoff_s,
                 lambda v: 0 <= v < math.inf,
                 "a non-negative number of seconds",
+                where="option backoff_s",
             ),
         )
         key = env_first("ETAI_OPENAI_API_KEY", "OPENAI_API_KEY")

@@ -7,12 +7,16 @@ it exists to debug on machines without Docker and must be asked for by name.
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from harness.records import Status  # the one status enum, re-exported for backends
-from harness.registry import Registry
+from harness.base.errors import InfraError, InputError
+from harness.base.registry import Registry
+from harness.session.records import Status  # the one status enum, re-exported for backends
+
+GRACE_S = 5.0  # outer deadline = inner deadline + this; past it the whole sandbox is killed
 
 
 @dataclass(frozen=True)
@@ -116,7 +120,7 @@ class Provider(Protocol):
     """A sandbox backend and its life cycle, in the spirit of inspect_ai's sandbox environments:
     ``prepare`` once per run (image, leftovers of dead runs, warm pool) -> ``start`` per job -> the
     sandbox's ``close`` -> ``cleanup`` once. Timeouts and dead sandboxes are the typed errors of
-    harness.errors (SandboxTimeout, SandboxDead), never told apart by their text. Nothing outside
+    harness.base.errors (SandboxTimeout, SandboxDead), never told apart by their text. Nothing outside
     this package touches a backend's machinery (Docker, processes) but through a Provider."""
 
     name: str
@@ -144,8 +148,32 @@ class Provider(Protocol):
         ...
 
 
+@runtime_checkable
+class PipedProvider(Provider, Protocol):
+    """A backend that also runs a driver other than the Jest runner on a pipe, in the same
+    container profile: HumanEval's Python driver (suites/humaneval/_box.py). Optional: a backend
+    without it serves every session suite; ``piped_provider`` names what is missing."""
+
+    def piped(
+        self,
+        image: str,
+        limits: Limits,
+        argv: list[str],
+        *,
+        run_id: str | None = None,
+        name_prefix: str = "etai",
+        trusted_root: bool = True,
+    ) -> tuple[str, subprocess.Popen]:
+        """A sandbox with ``argv`` running on its stdin/stdout: (its name, the pipe's process)."""
+        ...
+
+    def kill_and_remove(self, name: str) -> None:
+        """End the sandbox ``piped`` named ``name`` and remove what it left."""
+        ...
+
+
 # Plug-ins: entry-point group etai.sandboxes, each a Provider. `etai sandbox check NAME` runs the
-# conformance checks (harness/sandbox/conformance.py) against any of them.
+# conformance checks (harness/tools/conformance.py) against any of them.
 SANDBOXES: Registry[Provider] = Registry(
     "sandbox",
     group="etai.sandboxes",
@@ -169,6 +197,15 @@ def provider(kind: str) -> Provider:
     return SANDBOXES.get(kind)
 
 
+def piped_provider(kind: str) -> PipedProvider:
+    """The registered backend ``kind`` if it runs drivers on a pipe; InputError naming --sandbox
+    otherwise."""
+    found = SANDBOXES.get(kind)
+    if not isinstance(found, PipedProvider):
+        raise InputError(f"sandbox {kind!r} cannot run a driver on a pipe", where="--sandbox")
+    return found
+
+
 def require_kind(kind: str) -> None:
     """InputError unless ``kind`` is a registered sandbox (a run checks this before anything starts)."""
     SANDBOXES.get(kind)
@@ -190,7 +227,6 @@ def reap_own() -> None:
 def close_quietly(sb: Sandbox) -> None:
     """Close a sandbox whose outcome is already known. An engine gone by now is not that outcome's
     failure: the container keeps its labels and the next run's prune removes it."""
-    from harness.errors import InfraError
 
     try:
         sb.close()

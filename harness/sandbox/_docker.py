@@ -19,10 +19,11 @@ import time
 import uuid
 from pathlib import Path
 
-from harness import image as _image
-from harness.errors import InfraError
+from harness.base.errors import InfraError
 from harness.sandbox import Limits, close_quietly, register
-from harness.sandbox._runner import RunnerSandbox, jest_hosts, workspace_files
+from harness.sandbox import image as _image
+from harness.sandbox._runner import RunnerSandbox, jest_hosts
+from harness.session.workspace import workspace_files
 
 LABEL = "etai"
 UID = "10001:10001"
@@ -52,6 +53,7 @@ def client():
 def _engine_errors() -> tuple[type[Exception], ...]:
     """What the SDK raises when the engine itself is gone or stops answering mid-call (requests'
     connection errors are not docker.errors types)."""
+    # the docker SDK and its requests: imported by what starts containers, not by `import harness`
     import docker.errors
     import requests.exceptions
 
@@ -87,6 +89,7 @@ def create_container(
     whom the workspace is then read-only. Without it (HumanEval's driver) every process is the
     sandbox user, who owns the scratch space.
     """
+    # docker SDK: imported by what starts containers, not by `import harness`
     import docker.errors
     from docker.types import LogConfig, Ulimit
 
@@ -108,6 +111,7 @@ def create_container(
     env = {**dict(limits.env), **env}
     mounts = []
     if limits.node_modules:  # the project's dependencies, read-only, where Node looks for them
+        # docker SDK: imported by what starts containers, not by `import harness`
         from docker.types import Mount
 
         mounts.append(
@@ -164,6 +168,7 @@ def create_container(
 
 
 def kill_and_remove(name: str) -> None:
+    # docker SDK: imported by what starts containers, not by `import harness`
     import docker.errors
 
     try:

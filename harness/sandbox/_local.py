@@ -14,9 +14,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from harness import image as _image
 from harness.sandbox import Limits, register
-from harness.sandbox._runner import RunnerSandbox, jest_hosts, workspace_files
+from harness.sandbox import image as _image
+from harness.sandbox._runner import RunnerSandbox, jest_hosts
+from harness.session.workspace import workspace_files
 
 _LIVE: set[LocalSandbox] = set()  # started by this process and not killed yet (Ctrl-C reaps them)
 

@@ -14,49 +14,16 @@ import queue
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError, SandboxDead, SandboxTimeout
-from harness.sandbox import ExecResult, Limits, Status, ToolFailure
-
-GRACE_S = 5.0  # outer deadline = inner deadline + this; past it the whole sandbox is killed
-MAX_WORKSPACE_BYTES = 32 << 20
-SKIP_DIRS = {"node_modules", ".git"}
+from harness.base.errors import SandboxDead, SandboxTimeout
+from harness.sandbox import GRACE_S, ExecResult, Limits, Status, ToolFailure
 
 
 def jest_hosts(limits: Limits) -> int:
     """Warm Jest hosts per sandbox: two when it may use two CPUs, and a run of several test files
     is split between them (Jest's --shard); 5 files, one process, interleaved: 122 -> 97 ms p50."""
     return 2 if limits.cpus >= 2 else 1
-
-
-def workspace_paths(root: Path) -> Iterator[tuple[str, Path]]:
-    """The files a sandbox receives, as (relative path, path): neither node_modules nor .git, nor
-    symlinks or anything below one (``rglob`` does not enter linked folders)."""
-    for p in sorted(root.rglob("*")):
-        parts = p.relative_to(root).parts
-        if any(part in SKIP_DIRS for part in parts) or p.is_symlink() or not p.is_file():
-            continue
-        yield "/".join(parts), p
-
-
-def workspace_files(root: Path) -> dict[str, str]:
-    """The workspace as {relative path: base64 content}."""
-    if not root.is_dir():
-        raise InputError("workspace folder does not exist", where=str(root))
-    files: dict[str, str] = {}
-    total = 0
-    for rel, p in workspace_paths(root):
-        data = p.read_bytes()
-        total += len(data)
-        if total > MAX_WORKSPACE_BYTES:
-            raise InputError(
-                f"workspace is larger than {MAX_WORKSPACE_BYTES >> 20} MiB", where=str(root)
-            )
-        files[rel] = base64.b64encode(data).decode()
-    return files
 
 
 class RunnerSandbox:

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import SandboxDead, SandboxTimeout
-from harness.registry import Registry
+from harness.base.errors import SandboxDead, SandboxTimeout
+from harness.base.registry import Registry
 from harness.sandbox import Sandbox, ToolFailure
 
 

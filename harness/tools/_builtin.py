@@ -7,7 +7,7 @@ import json
 import posixpath
 from typing import Any
 
-from harness import jest
+from harness.grading import jest
 from harness.sandbox import ToolFailure
 from harness.tools import Tool, register
 

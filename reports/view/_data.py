@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import metrics
+from harness.runs import metrics
 from reports._kinds import kind_of_run
 from reports._load import _label, _rows, _summary, find_runs
 
@@ -32,7 +32,7 @@ COLUMNS = (
     "tampered",
     # green on the visible tests and red on the held-out ones (the row's special_cased), or the
     # gold check fired while the verification tests pass: they passed with fewer assertions than
-    # the reference made (harness/verify.py); both mark code special-cased to the tests
+    # the reference made (harness/grading/verify.py); both mark code special-cased to the tests
     "special",
     "green",  # the step after which the tests went green
     "steps",

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError
+from harness.base.errors import InputError
 from reports.view._data import View, load_view
 from reports.view._page import page
 
@@ -71,7 +71,7 @@ def serve(runs: Sequence[str | Path], *, host: str = "127.0.0.1", port: int = 0)
     try:
         server.serve_forever()
     except KeyboardInterrupt as e:
-        # Ctrl-C and SIGTERM (a KeyboardInterrupt, harness/interrupts.py) end the server as they
+        # Ctrl-C and SIGTERM (a KeyboardInterrupt, harness/base/interrupts.py) end the server as they
         # end a run: said and exit 130/143 by harness/cli.py, in words fit for a viewer.
         e.left = "the viewer's server stopped; nothing was written"
         raise

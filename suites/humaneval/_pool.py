@@ -1,4 +1,4 @@
-"""Run many checks over a few warm boxes: the runner's one thread pool (harness.runner.execute),
+"""Run many checks over a few warm boxes: the runner's one thread pool (harness.runs.runner.execute),
 each worker thread keeping its own box, one check in flight per box.
 
 A box whose driver dies, lies or goes silent is thrown away; the check in flight is the only one
@@ -13,7 +13,8 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from harness.errors import InfraError
+from harness.base.errors import InfraError
+from harness.runs.runner import execute
 from harness.sandbox import Limits
 from suites.humaneval._box import Box, BoxDead, Outcome
 from suites.humaneval._samples import Check
@@ -44,7 +45,6 @@ def run_checks(
     progress: bool = False,
 ) -> None:
     """Run every check; ``on_result`` is called from the worker threads (it must be thread-safe)."""
-    from harness.runner import execute
 
     mine = threading.local()  # this worker thread's box
     live: set[Box] = set()

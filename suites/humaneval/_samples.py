@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError
-from harness.results import cache_key
+from harness.base.errors import InputError
+from harness.runs.metrics import pass_at_k_of
+from harness.runs.results import cache_key
 
 TERMINAL = ("passed", "failed", "timeout", "memory_limit", "output_limit")
 
@@ -99,7 +100,6 @@ def summarize(
     rows: Iterable[Mapping[str, Any]], *, ks: Iterable[int], agent: str
 ) -> dict[str, Any]:
     """Status counts and pass@k over terminal rows; pass@k only for k <= min samples per task."""
-    from harness.metrics import pass_at_k_of
 
     rows = list(rows)
     status_counts = dict(sorted(Counter(r["status"] for r in rows).items()))

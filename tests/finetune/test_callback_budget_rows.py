@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from finetune.callbacks import _metrics
+from finetune.evaluation import eval_metrics
 from harness.agents import AgentContext, from_spec
 from harness.agents.hf import BUDGET_SPENT, NOT_STARTED, live_model
-from harness.loop import run_episode
-from harness.sessions import load_suite
+from harness.runs.loop import run_episode
+from harness.suites.load import load_suite
 
 pytestmark = pytest.mark.train
 SUITE = load_suite("jest-bugfix")
@@ -53,12 +53,12 @@ def test_logged_counts_keep_skipped_stopped_and_infra_apart():
         _row("f", "infra_error", reason="DockerUnavailable: engine gone"),
     ]
     # 8 asked for; 2 had no row at all (the budget was spent before the harness started)
-    m = _metrics(rows, k=1, n=8, skipped_before=2)
+    m = eval_metrics(rows, k=1, n=8, skipped_before=2)
     assert m["harness/skipped_budget"] == 4.0  # c, d and the 2 without a row
     assert m["harness/stopped_budget"] == 1.0 and m["harness/infra_errors"] == 1.0
     assert m["harness/path_accuracy@1"] == 0.5  # a of a, b: nothing else ran to a verdict
     assert m["harness/complete"] == 0.0 and m["harness/error"] == 0.0
-    done = _metrics([_row("a", "passed", 1)], k=1, n=1)
+    done = eval_metrics([_row("a", "passed", 1)], k=1, n=1)
     assert done["harness/complete"] == 1.0 and done["harness/skipped_budget"] == 0.0
-    nothing = _metrics([], k=1, n=2, skipped_before=2)
+    nothing = eval_metrics([], k=1, n=2, skipped_before=2)
     assert math.isnan(nothing["harness/path_accuracy@1"]) and nothing["harness/complete"] == 0.0

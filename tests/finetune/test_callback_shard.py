@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.results import read_rows
-from harness.sessions import load_suite
+from harness.runs.results import read_rows
+from harness.suites.load import load_suite
 
 pytestmark = [
     pytest.mark.train,

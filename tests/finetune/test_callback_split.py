@@ -13,7 +13,7 @@ from finetune.errors import ConfigError
 from finetune.split import load_split
 from finetune.train import main
 from finetune.trainers import SFTTrainer
-from harness.sessions import load_suite
+from harness.suites.load import load_suite
 
 pytestmark = pytest.mark.train
 PROJECT = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ import torch
 from finetune.lm import apply_lora, build_tiny
 from finetune.model import AgentModel, BlockPolicy
 from finetune.train import main
-from harness.results import read_rows
+from harness.runs.results import read_rows
 
 pytestmark = pytest.mark.train
 PROJECT = Path(__file__).resolve().parents[2]
@@ -234,7 +234,7 @@ def test_two_rank_fsdp_evaluates_every_shard(tmp_path, tiny_overrides, free_port
     rank would wait in another's all-gather until the timeout). ``gathered``: each rank generates
     with its own full copy, no round at all. The ``local`` sandbox (Node on this machine): the
     test is about generation under FSDP, and Docker would triple its time."""
-    from harness.sessions import load_suite
+    from harness.suites.load import load_suite
 
     ids = [s.session_id for s in load_suite("jest-bugfix").sessions][:3]
     spec = (

@@ -184,8 +184,8 @@ def test_live_model_is_an_agent_spec_only_inside_its_block(tokenizer):
     from finetune.lm import build_tiny
     from harness.agents import AgentContext, from_spec
     from harness.agents.hf import live_model
-    from harness.errors import InputError
-    from harness.sessions import load_suite
+    from harness.base.errors import InputError
+    from harness.suites.load import load_suite
 
     lm = build_tiny({"arch": "gpt2", "layers": 1, "heads": 2, "hidden": 32}, len(tokenizer), 256)
     ctx = AgentContext(load_suite(SUITE), {"max_new_tokens": 4})

@@ -19,8 +19,8 @@ from finetune.examples import (
     synthetic_pairs,
     truncation_report,
 )
-from harness import etai_format as fmt
-from harness.intents import ALLOWED_TOOLS, INTENTS
+from harness.agents import etai_format as fmt
+from harness.session.intents import ALLOWED_TOOLS, INTENTS
 from harness.tools import tool_names
 
 pytestmark = pytest.mark.train

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from finetune.tokenizer import add_etai_tokens, load_tokenizer, make_servable
-from harness import etai_format as fmt
+from harness.agents import etai_format as fmt
 
 pytestmark = pytest.mark.train
 

@@ -24,7 +24,7 @@ from finetune.examples import MISSING, build_example
 from finetune.lm import apply_lora, build_lm, build_tiny
 from finetune.losses import CompositeLoss, KLControlLoss
 from finetune.model import DEFAULT_HEAD_LRS, AgentModel, allowed_tool_matrix, route_tools
-from harness.intents import INTENTS
+from harness.session.intents import INTENTS
 from harness.tools import tool_names
 
 pytestmark = pytest.mark.train

@@ -19,7 +19,7 @@ from finetune.rollouts import (
     select_green,
     trajectory,
 )
-from harness import etai_format as fmt
+from harness.agents import etai_format as fmt
 from harness.agents._model_common import Generation, TextEpisode
 
 pytestmark = pytest.mark.train

@@ -124,7 +124,7 @@ class ModelServer:
         h._send(200, {"object": "list", "data": [{"id": self.name, "object": "model"}]})
 
     def post(self, h: _Handler, body: dict) -> None:
-        from harness.etai_format import STOP_MARKERS, Action, parse_action
+        from harness.agents.etai_format import STOP_MARKERS, Action, parse_action
 
         self.requests.append(body)
         if body.get("model") != self.name:

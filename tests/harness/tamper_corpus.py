@@ -966,8 +966,8 @@ def replay_episode(replay: Path, start, st, s, flight: dict, *, guard: bool = Tr
     without the guard.
     test_tamper.py and scripts/redteam_search.py both run their cheats through here."""
     from harness.agents import AgentContext, from_spec
-    from harness.loop import run_episode
-    from harness.verify import Gold
+    from harness.grading.verify import Gold
+    from harness.runs.loop import run_episode
 
     if not guard:  # the old verdict rules hold nothing out either
         s = dataclasses.replace(s, held_out_dir=None)

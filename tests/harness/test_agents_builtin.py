@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.results import read_rows
+from harness.runs.results import read_rows
 
 ONE = "retry-default-attempts"
 TWO = "duration-seconds-padding"

@@ -32,9 +32,9 @@ from harness.agents import openai as openai_agent
 from harness.agents._model_batcher import BatcherClosed, MicroBatcher
 from harness.agents._model_common import Generation
 from harness.agents._model_http import RetryPolicy, request_json
-from harness.errors import InfraError, InputError, ServerUnreachable
-from harness.etai_format import Action, FinalAnswer, InvalidAction
-from harness.sessions import load_suite
+from harness.agents.etai_format import Action, FinalAnswer, InvalidAction
+from harness.base.errors import InfraError, InputError, ServerUnreachable
+from harness.suites.load import load_suite
 
 SUITE = load_suite("jest-bugfix")
 FAST = {"timeout_s": 1.0, "max_retries": 2, "backoff_s": 0.05}
@@ -89,6 +89,11 @@ def test_generation_options():
     for bad in ({"temperature": -1}, {"top_p": 0}, {"max_new_tokens": 0}, {"temperature": "hot"}):
         with pytest.raises(InputError):
             Generation.from_options(bad)
+    # one parser for every agent setting: a fraction is no whole number, here as for openai's
+    with pytest.raises(InputError, match="max_new_tokens must be a positive integer") as e:
+        Generation.from_options({"max_new_tokens": 1.5})
+    assert e.value.where == "--max-new-tokens"
+    assert Generation.from_options({"max_new_tokens": "16"}).max_new_tokens == 16
 
 
 def test_openai_spec_and_fingerprint():
@@ -711,7 +716,7 @@ def test_a_refusal_that_names_no_decoding_field_is_not_retried():
 def test_etai_text_in_a_tools_reply_is_replayed_as_the_trained_text():
     """A served ETAI model without a tool-call parser answers in ETAI text, past its end marker
     when the server does not stop there: the next prompt must hold what render_prompt writes."""
-    from harness.etai_format import DEFAULT_MAX_RESULT_CHARS, render_prompt
+    from harness.agents.etai_format import DEFAULT_MAX_RESULT_CHARS, render_prompt
 
     bad = '<STEP><TOOL>file_read<ARGS>{"file": <RESULT>{"content": "made up"}\n<STEP>'
     server = ScriptedServer(

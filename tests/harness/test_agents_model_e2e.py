@@ -20,8 +20,8 @@ from openai_server import ModelServer, serve
 
 from harness.agents import AgentContext, TaskView, from_spec
 from harness.agents._model_chat import text_messages, tool_messages
-from harness.etai_format import Action, InvalidAction, render_prompt
-from harness.sessions import load_suite
+from harness.agents.etai_format import Action, InvalidAction, render_prompt
+from harness.suites.load import load_suite
 
 pytestmark = pytest.mark.train
 SUITE = load_suite("jest-bugfix")
@@ -153,7 +153,7 @@ def _check_rows(rows: list[dict]) -> None:
 @pytest.mark.parametrize("backend", ["hf", "openai-tools", "openai-text"])
 def test_backend_episodes_through_the_sandbox(backend, hf, model_dir, image):
     from harness import sandbox
-    from harness.loop import run_episode
+    from harness.runs.loop import run_episode
 
     def start(session):
         return sandbox.start("docker", session.workspace, image=image)
@@ -181,7 +181,7 @@ def test_runner_end_to_end_resumes_after_the_server_was_down(model_dir, tmp_path
     """harness.run (what `etai run` calls) with both backends. While the server is down its rows are
     infra_error and the run is incomplete; the rerun fills exactly those, the hf rows come from cache."""
     import harness
-    from harness.results import read_rows
+    from harness.runs.results import read_rows
 
     port = free_port()  # nobody listens there until the server starts there
     specs = [f"hf:{model_dir}", f"openai:http://127.0.0.1:{port}/v1#tiny"]

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # the helper modules beside this
 
 import tiny_model
 
-from harness.sessions import load_suite
+from harness.suites.load import load_suite
 
 pytestmark = [pytest.mark.train, pytest.mark.docker, pytest.mark.slow]
 
@@ -84,7 +84,7 @@ def runs(exported, server, tmp_path_factory, image):
     serve keeps one KV cache and reuses it for whichever request continues the last conversation,
     which concurrent episodes would race on."""
     import harness
-    from harness.results import read_rows
+    from harness.runs.results import read_rows
 
     out = tmp_path_factory.mktemp("serve-runs")
     done = {}

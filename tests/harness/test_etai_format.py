@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import etai_format as fmt
+from harness.agents import etai_format as fmt
 from harness.tools import tool_names
 
 FIXTURES = Path(__file__).parents[1] / "finetune" / "fixtures" / "sessions.jsonl"
@@ -210,13 +210,13 @@ def test_fuzz_parse_action_never_raises():
 
 
 def test_import_is_pure_stdlib():
-    code = "import sys, harness.etai_format; bad = {'torch', 'composer', 'transformers'} & set(sys.modules); print(sorted(bad))"
+    code = "import sys, harness.agents.etai_format; bad = {'torch', 'composer', 'transformers'} & set(sys.modules); print(sorted(bad))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_final_answer_ends_at_either_stop_marker():
-    from harness.etai_format import FinalAnswer, parse_action
+    from harness.agents.etai_format import FinalAnswer, parse_action
 
     assert parse_action("<OUTPUT>done<RESULT>junk") == FinalAnswer("done")
     assert parse_action("<OUTPUT>done<TRACE_END>junk") == FinalAnswer("done")

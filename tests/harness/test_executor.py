@@ -1,4 +1,4 @@
-"""harness/executors without a cluster: what --executor refuses before anything runs (exit 2, the
+"""harness/runs/executors without a cluster: what --executor refuses before anything runs (exit 2, the
 run folder not made), and the folder that travels by value. The executors at work: the runner
 tests (local) and test_executor_ray.py (a real two-node Ray cluster)."""
 
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from harness.cli import main
-from harness.executors import EXECUTORS, ShippedFolder
+from harness.runs.executors import EXECUTORS, ShippedFolder
 
 
 def _refused(capsys, tmp_path, *args: str) -> str:
@@ -86,7 +86,7 @@ def test_ray_is_imported_only_when_its_executor_opens():
     import subprocess
 
     code = (
-        "import sys; from harness.executors import EXECUTORS, parse; import harness.session_kind; "
+        "import sys; from harness.runs.executors import EXECUTORS, parse; import harness.runs.session_kind; "
         "EXECUTORS.names(); parse('ray:127.0.0.1:1'); print('ray' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.runner import run
+from harness.runs.runner import run
 from harness.sandbox import _docker
 
 sys.path.insert(0, str(Path(__file__).parent))  # the helper modules beside this file

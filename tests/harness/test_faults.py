@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.results import read_rows
+from harness.runs.results import read_rows
 
 ONE = "retry-default-attempts"
 THREE = [ONE, "duration-seconds-padding", "semver-unescaped-dot"]
@@ -235,7 +235,7 @@ def test_listing_and_pruning_survive_containers_removed_meanwhile(image):
 
 REAP_DURING_CREATE = """
 import os, sys, threading
-from harness.errors import InfraError
+from harness.base.errors import InfraError
 from harness.sandbox import Limits, _docker
 got = {}
 def create():

@@ -1,4 +1,4 @@
-"""Held-out tests (harness/verify.py ``held_out``, harness/loop.py): through the real CLI, in real
+"""Held-out tests (harness/grading/verify.py ``held_out``, harness/runs/loop.py): through the real CLI, in real
 sandboxes, on a bundled session given held-out tests of its own here.
 
 The agent never sees them (no tool reaches them, its Jest runs do not run them); they run in the
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "reports"))
 import tamper_corpus
 from etai_cmd import etai
 
-from harness.sessions import load_suite
+from harness.suites.load import load_suite
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from harness import sandbox
-from harness.jest import from_runner
+from harness.grading.jest import from_runner
 from harness.sandbox import Status
 
 pytestmark = [pytest.mark.docker]

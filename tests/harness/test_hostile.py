@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness import sandbox, tools
+from harness.grading.verify import take_baseline, verify
 from harness.sandbox import Limits, Status, _docker
-from harness.verify import take_baseline, verify
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from harness import image, sandbox
-from harness.image import NODE_VERSION
-from harness.sandbox import Status
+from harness import sandbox
+from harness.sandbox import Status, image
+from harness.sandbox.image import NODE_VERSION
 
 
 def test_tag_is_a_digest_of_the_whole_recipe(tmp_path, monkeypatch):
@@ -28,7 +28,7 @@ def test_tag_is_a_digest_of_the_whole_recipe(tmp_path, monkeypatch):
 
 @pytest.mark.docker
 def test_build_is_a_no_op_when_current(image):
-    from harness import image as im
+    from harness.sandbox import image as im
 
     said = []
     assert im.build(log=said.append) == image

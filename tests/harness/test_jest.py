@@ -1,7 +1,7 @@
 """jest.from_runner: the runner's `jest` answer to a JestResult, decided from evidence.
 
 No Docker: the answers are written out by hand in the shape runner.js sends (jestRun and hostCall
-in harness/image/recipe/runner/runner.js). test_tools_and_jest.py has the everyday cases; this file
+in harness/sandbox/image/recipe/runner/runner.js). test_tools_and_jest.py has the everyday cases; this file
 pins down what makes a run count at all (the nonce), what a file that failed to load becomes
 (``execError``) and how a run cut short is named (timeout, memory, output limits), each field
 checked, because mutation testing runs these tests hundreds of times and must see every change.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness import jest
-from harness.jest import FailedTest, JestResult, Location, TestOutcome
+from harness.grading import jest
+from harness.grading.jest import FailedTest, JestResult, Location, TestOutcome
 from harness.sandbox import Status
 
 A, B = "tests/a.test.js", "tests/b.test.js"

@@ -1,4 +1,4 @@
-"""harness/loop.py: which Jest runs an episode costs, in a real Docker sandbox on a bundled session.
+"""harness/runs/loop.py: which Jest runs an episode costs, in a real Docker sandbox on a bundled session.
 
 An episode that called no tool that writes files needs no verification run once the preflight
 found the pristine workspace not green (loop.UNCHANGED); every other episode is verified.
@@ -10,14 +10,14 @@ import time
 
 import pytest
 
-from harness import loop
 from harness.agents import AgentContext, from_spec
 from harness.agents._builtin import ScriptedEpisode
-from harness.etai_format import Action
-from harness.loop import preflight, run_episode
+from harness.agents.etai_format import Action
+from harness.grading.verify import Gold
+from harness.runs import loop
+from harness.runs.loop import preflight, run_episode
 from harness.sandbox import Limits, _docker, provider
-from harness.sessions import load_suite
-from harness.verify import Gold
+from harness.suites.load import load_suite
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

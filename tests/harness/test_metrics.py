@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import metrics
+from harness.runs import metrics
 
 VP = {
     "scroll_top_line": 0,

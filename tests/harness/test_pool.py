@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from harness.errors import InfraError
+from harness.base.errors import InfraError
 from harness.sandbox import Limits, _docker
 
 

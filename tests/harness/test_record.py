@@ -1,4 +1,4 @@
-"""`etai suite record` (harness/record.py): real results written back, sessions in parallel."""
+"""`etai suite record` (harness/authoring/record.py): real results written back, sessions in parallel."""
 
 from __future__ import annotations
 

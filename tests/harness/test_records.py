@@ -7,14 +7,15 @@ import json
 
 import pytest
 
-from harness import records
-from harness.errors import InputError
-from harness.records import SCHEMA_VERSION, Status
-from harness.results import ResultStore, read_rows
+from harness.base.errors import InputError
+from harness.runs.results import ResultStore, read_rows
+from harness.session import records
+from harness.session.records import SCHEMA_VERSION, Status
 
 
 def test_one_status_enum_serves_sandboxes_rows_and_reports():
-    from harness import metrics, sandbox
+    from harness import sandbox
+    from harness.runs import metrics
     from reports._load import STATUSES
 
     assert sandbox.Status is Status

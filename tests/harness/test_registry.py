@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from harness.errors import InputError
-from harness.registry import Registry
+from harness.base.errors import InputError
+from harness.base.registry import Registry
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def test_builtin_modules_are_imported_on_first_use_and_optional_ones_may_be_abse
     tmp_path, monkeypatch
 ):
     (tmp_path / "etai_reg_builtin.py").write_text(
-        "from harness.registry import Registry\nREG = Registry('thing', builtins=('etai_reg_builtin',),"
+        "from harness.base.registry import Registry\nREG = Registry('thing', builtins=('etai_reg_builtin',),"
         " optional=('etai_reg_absent_extra',))\nREG.register('one', 1)\n"
     )
     (tmp_path / "etai_reg_buggy.py").write_text("import etai_reg_not_there\n")
@@ -128,7 +128,7 @@ def test_threads_that_ask_at_once_all_see_every_builtin(tmp_path, monkeypatch):
     import threading
 
     (tmp_path / "etai_reg_host.py").write_text(
-        "from harness.registry import Registry\nREG = Registry('thing', builtins=('etai_reg_slow',))\n"
+        "from harness.base.registry import Registry\nREG = Registry('thing', builtins=('etai_reg_slow',))\n"
     )
     (tmp_path / "etai_reg_slow.py").write_text(
         "import time\nfrom etai_reg_host import REG\n"

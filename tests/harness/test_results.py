@@ -11,9 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from harness import results
-from harness.errors import FolderBusy, InfraError, InputError
-from harness.results import LOCK, ResultStore, RunFolder, cache_key, read_rows, write_json_atomic
+from harness.base.errors import FolderBusy, InfraError, InputError
+from harness.runs import results
+from harness.runs.results import (
+    LOCK,
+    ResultStore,
+    RunFolder,
+    cache_key,
+    read_rows,
+    write_json_atomic,
+)
 
 
 def test_cache_key_is_stable_and_order_sensitive():

@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 
 from harness.cli import main
-from harness.results import read_rows
+from harness.runs.results import read_rows
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 SOME = [

@@ -1,4 +1,4 @@
-"""The conformance checks (harness/sandbox/conformance.py) against every registered backend, through
+"""The conformance checks (harness/tools/conformance.py) against every registered backend, through
 `etai sandbox check NAME`; a backend that breaks one is caught; what only Docker can show stays here."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import json
 import pytest
 
 from harness import sandbox
+from harness.base.errors import InputError
 from harness.cli import main
-from harness.errors import InputError
-from harness.sandbox import conformance
 from harness.sandbox._local import LocalProvider
-from harness.sandbox.conformance import ISOLATION
+from harness.tools import conformance
+from harness.tools.conformance import ISOLATION
 
 pytestmark = pytest.mark.docker
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.base.errors import InputError
 from harness.cli import main
-from harness.errors import InputError
-from harness.sessions import load_suite
+from harness.suites.load import load_suite
 
 BUNDLED = Path(__file__).resolve().parents[2] / "suites" / "jest-bugfix"
 

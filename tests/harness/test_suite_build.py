@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.authoring.build import compose, mutants
+from harness.base.errors import InputError
 from harness.cli import main
-from harness.errors import InputError
-from harness.sessions import load_suite
-from harness.suite_build import compose, mutants
-from harness.suite_build.deps import lockfile_digest, node_modules
+from harness.sandbox.deps import lockfile_digest, node_modules
+from harness.suites.load import load_suite
 
 BUNDLED = Path(__file__).resolve().parents[2] / "suites" / "jest-bugfix"
 EDIT = {"file": "src/profile.js", "old": "'Anonymous'", "new": "'Nobody'"}
@@ -165,7 +165,9 @@ def test_every_operator_finds_its_site_on_a_real_parse():
     assert any("s.split(/./)" in t for t in _mutated(ms, "regex_escape"))
     assert any(".length == 2" in t for t in _mutated(ms, "strict_equality"))
     assert any(".length !== 2" in t for t in _mutated(ms, "negate_equality"))
-    assert all(m.intent in __import__("harness.intents").intents.INTENTS for m in ms)
+    assert all(
+        m.intent in __import__("harness.session.intents").session.intents.INTENTS for m in ms
+    )
 
 
 def test_a_mutant_that_does_not_parse_is_counted_and_dropped():
@@ -207,7 +209,7 @@ def test_assertion_site_is_the_first_frame_in_the_test_file():
 
 
 def test_the_cursor_target_is_the_first_character_the_fix_changes():
-    """Where harness.loop.edit_cursor puts the reference's edit: a flipped `a && b` is a node that
+    """Where harness.runs.loop.edit_cursor puts the reference's edit: a flipped `a && b` is a node that
     starts at `a`, and the fix types at `&&` (line 2, column 12 of the mutated file)."""
     text = "function f(a, b) {\n  return a && b;\n}\n"
     ms, _ = mutants.find({"src/f.js": text})
@@ -304,7 +306,7 @@ def test_a_resolved_lockfile_pins_todays_versions_and_installs_with_legacy_peers
     manifest = {"name": "p", "version": "1.0.0",
                 "devDependencies": {"rollup": "2.9.0", "rollup-plugin-babel-minify": "9.1.1"}}  # fmt: skip
     (base / "package.json").write_text(json.dumps(manifest))
-    from harness.suite_build.deps import resolve_lockfile
+    from harness.sandbox.deps import resolve_lockfile
 
     resolve_lockfile(base)
     lock = json.loads((base / "package-lock.json").read_text())

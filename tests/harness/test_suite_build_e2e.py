@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.intents import INTENTS
-from harness.runner import run
-from harness.sessions import load_suite
+from harness.runs.runner import run
+from harness.session.intents import INTENTS
+from harness.suites.load import load_suite
 
 
 def _script():
@@ -186,7 +186,7 @@ def test_a_mutant_run_reaches_only_the_test_files_that_depend_on_the_mutated_fil
     redux's tests load src/): only the files whose dependency graph holds the file run, and a
     file no test depends on runs none."""
     from harness import sandbox
-    from harness.jest import from_runner
+    from harness.grading.jest import from_runner
 
     root = make_project(
         tmp_path / "proj",

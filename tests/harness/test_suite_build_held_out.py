@@ -1,4 +1,4 @@
-"""harness/suite_build/held_out.py and testcases.js: which killing cases a built session holds out,
+"""harness/authoring/build/held_out.py and testcases.js: which killing cases a built session holds out,
 cut out of their test files by text. Runs the host's node on the runner's @babel/parser (no
 sandbox); the build's end-to-end use is in test_suite_build_e2e.py."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import random
 
-from harness.suite_build.compose import Failure
-from harness.suite_build.held_out import split
-from harness.suite_build.held_out import test_cases as find_cases
+from harness.authoring.build.compose import Failure
+from harness.authoring.build.held_out import split
+from harness.authoring.build.held_out import test_cases as find_cases
 
 TEXT = """'use strict';
 const { f } = require('../src/f');

@@ -1,13 +1,13 @@
-"""`etai suite validate --jest` (harness/suite_check.py): the reference trace read as text, then
+"""`etai suite validate --jest` (harness/authoring/check.py): the reference trace read as text, then
 every reference replayed in the sandbox; each broken session named, exit 2."""
 
 from __future__ import annotations
 
 import pytest
 
+from harness.authoring.check import trace_problems
 from harness.cli import main
-from harness.sessions import load_suite
-from harness.suite_check import trace_problems
+from harness.suites.load import load_suite
 
 SID = "semver-unescaped-dot"  # 1 file_read, 2 file_edit src/semver.js (the regex), 3 jest_run
 

@@ -3,8 +3,8 @@ from starting, so a plain run's table (the README's) is unchanged."""
 
 from __future__ import annotations
 
-from harness import metrics
-from harness.tables import session_table
+from harness.base.tables import session_table
+from harness.runs import metrics
 
 
 def _summary(rows_by_agent: dict[str, list[dict]], *, complete: bool) -> dict:

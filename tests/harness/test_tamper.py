@@ -26,10 +26,10 @@ import legit_corpus
 import tamper_corpus
 
 from harness import sandbox
-from harness.jest import from_runner
+from harness.grading.jest import from_runner
+from harness.runs.session_jobs import local_preflights
 from harness.sandbox import Limits, Status
-from harness.session_kind import local_preflights
-from harness.sessions import load_suite
+from harness.suites.load import load_suite
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

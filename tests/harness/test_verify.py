@@ -11,10 +11,9 @@ import subprocess
 
 import pytest
 
-from harness import image, jest
-from harness.jest import TestOutcome
-from harness.sandbox import Limits, Status
-from harness.verify import (
+from harness.grading import jest
+from harness.grading.jest import TestOutcome
+from harness.grading.verify import (
     CONFIG_FILES,
     Baseline,
     Gold,
@@ -25,6 +24,7 @@ from harness.verify import (
     take_baseline,
     verify,
 )
+from harness.sandbox import Limits, Status, image
 
 F = "tests/a.test.js"
 

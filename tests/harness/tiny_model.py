@@ -37,7 +37,7 @@ def build(folder: Path, *, steps: int = 80, seed: int = 0) -> Path:
     from finetune.lm import build_tiny
     from finetune.tokenizer import add_etai_tokens, train_tiny_tokenizer
     from harness.agents._model_chat import ETAI_CHAT_TEMPLATE
-    from harness.etai_format import render_training_example
+    from harness.agents.etai_format import render_training_example
 
     torch.manual_seed(seed)
     sessions = [json.loads(line) for line in SESSIONS.read_text().splitlines() if line.strip()]
@@ -85,7 +85,7 @@ def scripted_ids(n: int = 5) -> list[str]:
 
 def _script(sessions: list[dict]) -> list[tuple[str, str]]:
     """(prompt, completion) pairs: each session's first step, and the later two for a few of them."""
-    from harness.etai_format import parse_action, render_prompt
+    from harness.agents.etai_format import parse_action, render_prompt
 
     ok = {
         "step": 1,

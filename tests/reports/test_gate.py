@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 
+from harness.base.errors import InputError
 from harness.cli import main
-from harness.errors import InputError
 from reports import gate
 from reports._gate import parse_rule
 

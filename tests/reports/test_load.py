@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from harness.errors import InputError
+from harness.base.errors import InputError
 from reports import load
 from reports._load import STATUSES, SuiteMismatch
 

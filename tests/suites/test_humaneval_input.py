@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import InputError
+from harness.base.errors import InputError
 from suites.humaneval import _samples, cli, evaluate_samples
 
 PROBLEMS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.etai_format import Action, FinalAnswer
+from harness.agents.etai_format import Action, FinalAnswer
 
 
 class _RunTestsOnce:

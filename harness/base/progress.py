@@ -1,0 +1,48 @@
+"""Progress bars that suit where stderr goes: tqdm's redrawn line on a terminal; elsewhere (a CI
+log, a file, a pipe) a plain line now and then, since carriage-return frames there pile up as one
+unreadable line or as thousands."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from tqdm import tqdm
+
+LOG_EVERY_S = 30.0  # seconds between lines when stderr is not a terminal
+
+
+class _Lines:
+    """A stream for tqdm that turns each frame into a line of its own and drops the erasures."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def write(self, s: str) -> None:
+        frame = s.replace("\r", "").strip()
+        if frame:
+            self._stream.write(frame + "\n")
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
+def bar(total: int, desc: str, *, enabled: bool = True, unit: str = "job", leave: bool = True):
+    """A tqdm bar on stderr (``enabled=False``: none at all)."""
+
+    err = sys.stderr
+    if err is None or not enabled:
+        return tqdm(total=total, desc=desc, unit=unit, disable=True)
+    if err.isatty():
+        return tqdm(total=total, desc=desc, unit=unit, leave=leave, file=err)
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        leave=True,  # the last line says how far it got
+        file=_Lines(err),
+        mininterval=LOG_EVERY_S,
+        maxinterval=LOG_EVERY_S,
+        ncols=80,
+        dynamic_ncols=False,
+    )

@@ -1,0 +1,343 @@
+"""Green: the verification tests pass on their own merits, tests are unchanged, nothing regressed.
+
+``take_baseline`` describes the pristine workspace (before the agent acts); ``verify`` runs one full
+Jest run and applies every check below. Each check that fails is named in the verdict, so a result
+row shows which one fired:
+
+- ``protected_files``: test files, fixtures, snapshots, mocks, setup files and Jest/Babel config are
+  byte-for-byte as they were, and no file appeared in or vanished from a test folder;
+- ``tamper``: the guard in the Jest hosts refused nothing and found nothing changed (then the
+  verdict is ``tampered``, never merely failed);
+- ``run``: the run finished with the runner's evidence (no timeout, memory or output limit);
+- ``verification``: no test of the verification files fails, and at least one passes;
+- ``gold``: every verification test the reference passed (``Gold``) passes again, as many times as
+  it exists, each with at least as many passing assertions as the reference made (see ``Gold``);
+- ``regression``: no test that passed on the pristine workspace fails now;
+- ``reported``: every test file Jest listed at the start reported;
+- ``held_out``: (after a green verdict of a session with held-out tests, ``held_out=True``) the
+  held-out test files, written into the workspace for one run of them alone, pass as the
+  reference's did.
+  A workspace green on its visible tests and red here special-cased them (harness/runs/loop.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from harness.grading import jest
+from harness.sandbox import Sandbox, Status
+
+CONFIG_FILES = (
+    "package.json",
+    "jest.config.js",
+    "jest.config.cjs",
+    "jest.config.mjs",
+    "jest.config.json",
+    "jest.config.ts",
+    "babel.config.js",
+    ".babelrc",
+)
+# Mirrors isProtected in recipe/runner/guard.js: the guard refuses workspace code that reaches these,
+# and verify refuses a workspace where they changed.
+TEST_DIRS = frozenset({"__tests__", "__mocks__", "__snapshots__", "__fixtures__"})
+TOP_TEST_DIRS = frozenset({"test", "tests", "spec", "__test__"})
+_CONFIG_RE = re.compile(
+    r"^(package\.json|jest\.config\.[cm]?[jt]s|jest\.config\.json|babel\.config\.[cm]?[jt]s|"
+    r"babel\.config\.json|\.babelrc(\.[cm]?js|\.json)?|tsconfig(\.[\w-]+)?\.json)$"
+)
+_TEST_NAME_RE = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$")
+
+
+def is_protected(rel: str) -> bool:
+    """Whether a workspace path belongs to the tests (by place or name; test files and config-named
+    files the sandbox listed are added by ``protected_paths``)."""
+    parts = PurePosixPath(rel).parts
+    if not parts or "node_modules" in parts:
+        return False
+    if len(parts) > 1 and parts[0] in TOP_TEST_DIRS:
+        return True
+    if any(p in TEST_DIRS for p in parts):
+        return True
+    return bool(_CONFIG_RE.match(parts[-1]) or _TEST_NAME_RE.search(parts[-1]))
+
+
+def protected_paths(files: Iterable[str], listed: Iterable[str] = ()) -> list[str]:
+    """The protected set: workspace files that are protected, the files Jest and its config name
+    (``listed``), and the usual config names even when absent (so that adding one is seen)."""
+    return sorted({f for f in files if is_protected(f)} | set(listed) | set(CONFIG_FILES))
+
+
+@dataclass(frozen=True)
+class Gold:
+    """What the reference solution's verification run showed, test by test (from the preflight).
+
+    ``tests`` maps a test id (``file::full name``) to (how many tests carry that id, the fewest
+    passing assertions any of them made over the reference's verification runs). The rule: each id
+    must be there exactly that many times, every one passed, each with at least that many passing
+    assertions. A test whose count legitimately varies is covered by taking the minimum over the
+    preflight's two runs; a test that makes no ``expect`` call has 0 and relies on the other checks.
+    """
+
+    tests: Mapping[str, tuple[int, int]]
+
+    @classmethod
+    def from_outcomes(cls, runs: list[list[jest.TestOutcome]], verify_files: Iterable[str]) -> Gold:
+        """From the reference's verification runs: the ids that passed in every run, each with its
+        fewest count over the runs and its fewest passing assertions."""
+        wanted = set(verify_files)
+        per_run = []
+        for outcomes in runs:
+            seen: dict[str, list[int]] = {}
+            for t in outcomes:
+                if t.file in wanted and t.status == "passed":
+                    seen.setdefault(t.id, []).append(t.asserts)
+            per_run.append(seen)
+        common = set.intersection(*(set(r) for r in per_run)) if per_run else set()
+        return cls(
+            {
+                tid: (min(len(r[tid]) for r in per_run), min(min(r[tid]) for r in per_run))
+                for tid in sorted(common)
+            }
+        )
+
+    def to_json(self) -> dict[str, list[int]]:
+        return {k: list(v) for k, v in sorted(self.tests.items())}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any] | None) -> Gold | None:
+        return None if obj is None else cls({k: (int(v[0]), int(v[1])) for k, v in obj.items()})
+
+
+@dataclass(frozen=True)
+class Baseline:
+    protected: dict[str, str | None]  # path -> sha256 at the start (None: absent)
+    passing: frozenset[str]  # "file::test name" passing at the start
+    test_files: tuple[str, ...]
+    protected_listing: frozenset[str] = frozenset()  # protected-by-place files present at the start
+    gold: Gold | None = None
+    # The session's held-out test files (path -> content) and what the reference's runs with them
+    # showed: used only by a verification with ``held_out=True``.
+    held_out: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
+    held_out_gold: Gold | None = None
+    # The Jest run this baseline made of the pristine workspace, if it made one: a verdict on that
+    # same workspace needs no second run (the preflight's "not green at the start"; #15).
+    run: jest.JestResult | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    green: bool
+    reason: str | None
+    status: Status  # of the verification Jest run
+    failed_tests: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)  # the checks that failed, in the order above
+    tamper: list[str] = field(default_factory=list)
+    tests: list[jest.TestOutcome] = field(default_factory=list)  # the guard's record of this run
+
+    @property
+    def tampered(self) -> bool:
+        return bool(self.tamper)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "green": self.green,
+            "reason": self.reason,
+            "status": self.status.value,
+            "failed_tests": self.failed_tests,
+            "checks": self.checks,
+            "tamper": self.tamper,
+        }
+
+
+def _hashes(sb: Sandbox, paths: list[str]) -> dict[str, str | None]:
+    return sb.request("hash", {"paths": paths})["hashes"]
+
+
+def _listing(sb: Sandbox) -> frozenset[str]:
+    return frozenset(
+        f for f in sb.request("list", {"path": ".", "max": 1_000_000})["files"] if is_protected(f)
+    )
+
+
+def _full_run(sb: Sandbox, timeout: float | None, only: list[str] | None = None) -> jest.JestResult:
+    """A graded run: in Jest hosts that have run no workspace code before and end after it
+    (``fresh``, runner.js), so nothing an earlier run of the episode left behind can answer it.
+    ``only``: these test files, else every one."""
+    t = timeout or sb.limits.timeout_s
+    req = {"timeout_ms": int(t * 1000), "output_cap": sb.limits.output_cap, "fresh": True}
+    if only:
+        req["test_files"] = only
+    answer = sb.request("jest", req, timeout=t)
+    if host_killed(answer):
+        answer = sb.request("jest", req, timeout=t)
+    return jest.from_runner(answer, guarded=sb.limits.guard)
+
+
+def host_killed(answer: Mapping[str, Any]) -> bool:
+    """A Jest host of the run died of SIGKILL before it answered, and not for memory (the runner
+    names that ``memory_limit``). Something outside the run does that (the machine, an operator,
+    an injected fault), and so can workspace code, so the graded run is made once more, in new
+    fresh hosts: a second run is a whole graded run, as good as a first, and code that kills its
+    host every time still fails on the second."""
+    return (
+        answer.get("evidence") != "nonce"
+        and answer.get("reason") == "no_result_record"
+        and answer.get("signal") == "SIGKILL"
+    )
+
+
+def take_baseline(
+    sb: Sandbox,
+    test_files: list[str],
+    *,
+    passing: Iterable[str] | None = None,
+    gold: Gold | None = None,
+    timeout: float | None = None,
+    held_out: Mapping[str, bytes] | None = None,
+    held_out_gold: Gold | None = None,
+) -> Baseline:
+    """The pristine workspace. ``passing`` (tests passing at the start) comes from the preflight when
+    it has measured them; otherwise one Jest run measures it here."""
+    run = None
+    if passing is None:
+        run = _full_run(sb, timeout)
+        passing = _passed(run)
+    listing = _listing(sb)
+    listed = set(test_files) | set(sb.config_files)
+    protected = protected_paths(listing, listed)
+    return Baseline(
+        _hashes(sb, protected), frozenset(passing), tuple(test_files), listing, gold,
+        dict(held_out or {}), held_out_gold, run,
+    )  # fmt: skip
+
+
+def _passed(run: jest.JestResult) -> set[str]:
+    if run.tests:
+        return {t.id for t in run.tests if t.status == "passed"}
+    return set(run.passed_tests)
+
+
+def verify(
+    sb: Sandbox,
+    base: Baseline,
+    verify_files: list[str] | None = None,
+    *,
+    timeout: float | None = None,
+    run: jest.JestResult | None = None,
+    held_out: bool = False,
+) -> Verdict:
+    """Is the workspace green now (module docstring)? ``run``: a Jest run already made of the
+    workspace as it is now (the baseline's, when nothing has been done since), else one is made.
+    ``held_out``: a run of the session's held-out test files alone (``base.held_out``), written
+    in after the protected files are checked and put back after the run. It answers for a
+    workspace whose visible verdict, on this very state, was green: the visible tests and the
+    regression were checked by that whole run, and this one adds the held-out tests, the guard's
+    findings and the held-out gold record."""
+    fired: list[tuple[str, str]] = []
+    extra = set(base.held_out)
+    changed = sorted(
+        p for p, h in _hashes(sb, list(base.protected)).items() if h != base.protected[p]
+    )
+    listing = _listing(sb)
+    added, removed = (  # a held-out file left by an earlier final verification is the runner's
+        sorted(listing - base.protected_listing - extra),
+        sorted(base.protected_listing - listing),
+    )
+    if changed or added or removed:
+        fired.append(
+            (
+                "protected_files",
+                "protected files changed: "
+                + ", ".join(
+                    changed
+                    + [f"{p} (added)" for p in added if p not in changed]
+                    + [f"{p} (removed)" for p in removed if p not in changed]
+                ),
+            )
+        )
+    if held_out and extra:
+        run = _held_out_run(sb, base, timeout)
+    else:
+        held_out = False
+        run = run or _full_run(sb, timeout)
+    failed = [{"name": f.name, "file": f.file, "message": f.message} for f in run.failed_tests]
+    if run.tamper:
+        fired.append(("tamper", f"tampered: {run.tamper[0]}"))
+    if (
+        run.status in (Status.TIMEOUT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT)
+        or run.evidence != "nonce"
+    ):
+        fired.append(("run", f"verification run {run.status.value}: {run.reason}"))
+    wanted = set(verify_files or base.test_files)
+    passed_now = _passed(run)
+    bad = [f for f in run.failed_tests if f.file in wanted]
+    # (A held-out run leaves the visible tests' verdict to the whole run on the same workspace.)
+    if bad and not held_out:
+        fired.append(("verification", f"{len(bad)} verification test(s) fail"))
+    elif not held_out and not any(t.split("::", 1)[0] in wanted for t in passed_now):
+        fired.append(("verification", "no verification test passed"))
+    if held_out:
+        bad = [f for f in run.failed_tests if f.file in extra]
+        if bad:
+            fired.append(("held_out", f"{len(bad)} held-out test(s) fail"))
+        elif not any(t.split("::", 1)[0] in extra for t in passed_now):
+            fired.append(("held_out", "no held-out test passed"))
+    gold = base.held_out_gold if held_out else base.gold
+    if gold is not None and run.evidence == "nonce":
+        problem = _gold_problem(gold, run.tests)
+        if problem:
+            fired.append(("held_out" if held_out else "gold", problem))
+    regressed = [] if held_out else sorted(base.passing - passed_now)
+    if regressed:
+        fired.append(
+            ("regression", f"{len(regressed)} test(s) that passed at the start no longer pass")
+        )
+    if run.reason and "did not report" in run.reason and not held_out:
+        fired.append(("reported", run.reason))
+    return Verdict(
+        not fired,
+        fired[0][1] if fired else None,
+        run.status,
+        failed,
+        list(dict.fromkeys(c for c, _ in fired)),
+        run.tamper,
+        run.tests,
+    )
+
+
+def _held_out_run(sb: Sandbox, base: Baseline, timeout: float | None) -> jest.JestResult:
+    """One graded run with the held-out files in the workspace. The runner writes them (the sandbox
+    user cannot write the workspace) and a replaced test file gets its shipped content back after
+    the run, so its hash matches again; a new one stays, ignored by the listing check, until the
+    container is reset (nothing of the agent's runs after the final verification)."""
+    originals = {p: sb.read_file(p) for p in base.held_out if base.protected.get(p) is not None}
+    try:
+        for p, data in sorted(base.held_out.items()):
+            sb.write_file(p, data)
+        return _full_run(sb, timeout, only=sorted(base.held_out))
+    finally:
+        for p, data in originals.items():
+            sb.write_file(p, data)
+
+
+def _gold_problem(gold: Gold, outcomes: list[jest.TestOutcome]) -> str | None:
+    """The first way this run falls short of the reference's verification run, or None."""
+    now: dict[str, list[jest.TestOutcome]] = {}
+    for t in outcomes:
+        now.setdefault(t.id, []).append(t)
+    for tid, (n, low) in sorted(gold.tests.items()):
+        got = now.get(tid, [])
+        if len(got) != n:
+            return f"{tid}: {len(got)} test(s) with this name ran, the reference had {n}"
+        for t in got:
+            if t.status != "passed":
+                return f"{tid}: {t.status}"
+            if t.asserts < low:
+                return (
+                    f"{tid}: passed with {t.asserts} passing assertion(s), the reference made {low}"
+                )
+    return None
