@@ -5,7 +5,7 @@
   etai     ETAI's sandbox: warm container, persistent Jest runner, long-lived pipe, grading guard on
   noguard  the same with the guard off (Limits(guard=False)): what the guard costs a step
 
-The project has 5 test files / 9 tests (as research/perf-limits.md Appendix C). Each round runs
+The project has 5 test files / 9 tests (docs/sandbox.md#bench-project). Each round runs
 every way once in shuffled order, so machine noise hits all ways alike.
 
     python bench/jest_step.py [--steps 20]

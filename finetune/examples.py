@@ -48,7 +48,7 @@ class Example:
     # for every step instead (finetune.outcomes)
     reward_label: tuple[float, ...]
     cursor_pos: int
-    cursor_xy: tuple[float, float]  # target in pixels (DESIGN.md §4)
+    cursor_xy: tuple[float, float]  # target in pixels (docs/metrics.md#viewport-geometry)
     placement: int  # index in PLACEMENTS or MISSING
     exit_label: int  # 1 if the session's last jest_run exited 0, 0 if not, MISSING if none ran
     truncated: int  # tokens cut from the end to fit max_seq_len

@@ -22,7 +22,7 @@ from finetune.registry import Registry
 from finetune.schedules import CompositeWeights
 
 Tensor = torch.Tensor
-LOSSES: Registry[type] = Registry("loss", "loss.name")
+LOSSES: Registry[type] = Registry("loss", "loss.name", group="etai.losses")
 DPO_KINDS = ("sigmoid", "hinge", "ipo")
 
 

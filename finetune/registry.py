@@ -14,11 +14,11 @@ T = TypeVar("T")
 
 
 class Registry(_Registry[T]):
-    def __init__(self, kind: str, config_key: str, *, group: str | None = None):
+    def __init__(self, kind: str, config_key: str, *, group: str):
         self.config_key = config_key  # e.g. "loss.name", the key a ConfigError names
         super().__init__(
             kind,
-            group=group or f"etai.{kind.replace(' ', '_')}s",
+            group=group,  # named, not made from kind: "loss" + "s" is not etai.losses
             error=lambda message: ConfigError(config_key, message),
             imports=True,
         )

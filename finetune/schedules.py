@@ -1,7 +1,7 @@
 """Epoch schedules for the composite loss weights (pure; applied by ``LossWeightSchedule``).
 
 The loss never reads the training state: an Algorithm asks a schedule for the weights of the
-current epoch and hands them to the loss (DESIGN.md §6).
+current epoch and hands them to the loss (docs/training.md#weight-schedules).
 """
 
 from __future__ import annotations

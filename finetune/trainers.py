@@ -23,7 +23,7 @@ from finetune.lm import apply_lora, build_lm
 from finetune.registry import Registry
 from finetune.split import eval_defaults
 
-TRAINERS: Registry[type] = Registry("trainer", "trainer.type")
+TRAINERS: Registry[type] = Registry("trainer", "trainer.type", group="etai.trainers")
 
 
 @TRAINERS.register("sft")

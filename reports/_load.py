@@ -84,7 +84,6 @@ def find_runs(path: str | Path) -> list[tuple[Path, int | None, Path | None]]:
 
 
 def _rows(path: Path, summary: dict[str, Any] | None) -> list[dict[str, Any]]:
-
     if (path / "results.jsonl").is_file() or summary is None:
         rows = _checked(read_rows(path / "results.jsonl"), path / "results.jsonl")
         if not rows:

@@ -48,7 +48,6 @@ class TaskView:
 
     @classmethod
     def of(cls, session: Session, *, max_steps: int, k: int) -> TaskView:
-
         return cls(
             session.session_id,
             session.user_instruction,

@@ -32,7 +32,6 @@ T = TypeVar("T")
 
 def _input_error(where: str | None) -> Callable[[str], Exception]:
     def make(message: str) -> Exception:
-
         return InputError(message, where=where)
 
     return make

@@ -137,7 +137,6 @@ COMMANDS = Registry("command", group="etai.commands")
 
 
 def main(argv: list[str] | None = None) -> int:
-
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -186,7 +186,6 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _validate_with_jest(suite, args: argparse.Namespace) -> int:
-
     # the command's code, imported when it runs: `etai --help` stays fast
     from harness.authoring.check import check_suite
     from harness.runs.runner import at_least_one
@@ -214,7 +213,6 @@ def _validate_with_jest(suite, args: argparse.Namespace) -> int:
 
 
 def _record(args: argparse.Namespace) -> int:
-
     # the command's code, imported when it runs: `etai --help` stays fast
     from harness.authoring.record import record_suite
     from harness.runs.runner import at_least_one

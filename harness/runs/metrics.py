@@ -1,4 +1,4 @@
-"""Metrics: pure functions over result rows (DESIGN.md §4). No I/O, no state; tested by hand.
+"""Metrics: pure functions over result rows (docs/metrics.md). No I/O, no state; tested by hand.
 
 Denominators: rows whose session is ``reference_broken`` are reported separately and never
 counted; ``infra_error`` rows are incomplete work (a rerun retries them) and ``skipped_budget``
@@ -97,7 +97,7 @@ def pass_at_k_of(outcomes: Mapping[str, Sequence[bool]], ks: Iterable[int]) -> d
 
 
 def pixel(line: int, column: int, vp: dict[str, Any]) -> tuple[float, float]:
-    """Screen position of (line, column) through the viewport (DESIGN.md §4)."""
+    """Screen position of (line, column) through the viewport (docs/metrics.md#viewport-geometry)."""
     zoom = vp.get("zoom", 1.0)
     x = vp.get("gutter_px", 48.0) + (column - 1) * vp.get("char_width_px", 7.2) * zoom
     y = (line - 1 - vp.get("scroll_top_line", 0)) * vp.get("line_height_px", 18.0) * zoom

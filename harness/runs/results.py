@@ -3,7 +3,7 @@
 Every row carries a ``cache_key``. A rerun skips keys already stored (resume); a row torn by a
 SIGKILL mid-write is ignored by the loader and its key re-run; duplicate keys (a crash between
 write and bookkeeping) are dropped deterministically, first row wins. Rows whose status is
-``infra_error`` are not terminal: a rerun retries them (research/reliability.md §5).
+``infra_error`` are not terminal: a rerun retries them (docs/sandbox.md#crash-safety).
 
 A row is all or nothing: a write that fails (a full disk) is cut back and raised as InfraError, so
 the file never holds half a row. ``RunFolder`` gives one run at a time the folder (see there).

@@ -74,7 +74,6 @@ def run(
 
 
 def _check_executor(kind, spec: str) -> None:
-
     executor, _ = parse(spec)  # an unknown name is refused here
     if executor.name != "local" and not getattr(kind, "remote_jobs", False):
         raise InputError(
@@ -89,7 +88,6 @@ MAX_SAMPLES = 10_000
 
 
 def at_least_one(name: str, value: Any, *, most: int | None = None) -> int:
-
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"{name} must be a whole number (got {value!r})")
     if value < 1:

@@ -56,7 +56,6 @@ class SessionWorker:
         return self.prepared.start(session.workspace)
 
     def run(self, job: PreflightJob | EpisodeJob) -> dict[str, Any]:
-
         s = self.sessions[job.session_id]
         if isinstance(job, PreflightJob):
             return preflight(s, self.oracle, start_sandbox=self._start)

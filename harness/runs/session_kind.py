@@ -57,7 +57,6 @@ class SessionKind:
         )  # the last resort: load_suite names what is wrong
 
     def open(self, suite: object, agents: Sequence[str], settings: RunSettings) -> OpenSessions:
-
         st = suite if isinstance(suite, Suite) else load_suite(suite)
         k = at_least_one(
             "k", st.defaults.get("k", DEFAULTS["k"]) if settings.k is None else settings.k
@@ -95,7 +94,6 @@ class SessionKind:
         return OpenSessions(st, sessions, agent_objs, ctx, resolved)
 
     def table(self, summary: dict[str, Any]) -> str:
-
         return session_table(summary)
 
 

@@ -21,7 +21,7 @@ GRACE_S = 5.0  # outer deadline = inner deadline + this; past it the whole sandb
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits of one sandbox (research/reliability.md §3.1)."""
+    """Resource limits of one sandbox (docs/sandbox.md#hardening-profile)."""
 
     memory_mb: int = 1024
     cpus: float = 2.0  # Jest runs 20-40% slower under a 1-CPU quota here (GC and compile threads)

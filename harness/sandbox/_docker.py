@@ -1,6 +1,6 @@
 """The Docker sandbox: one hardened container per workspace, a warm runner inside, a pool to hide start-up.
 
-Every container gets the whole profile of research/reliability.md §3.1. Deadlines are enforced
+Every container gets the whole profile of docs/sandbox.md#hardening-profile. Deadlines are enforced
 from outside (``docker kill`` by name when the runner misses its outer deadline), every container
 is removed in ``close()`` (also on Ctrl-C: the CLI's handler and ``atexit`` reap this process's
 label), and ``prune()`` removes leftovers of dead processes at start-up.

@@ -406,7 +406,6 @@ def _patched_workspace(spec: dict, where: str, root: Path, probs: _Problems) -> 
 
 
 def _materialise(base: Path, texts: dict[str, str], target: Path) -> None:
-
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="ws-", dir=target.parent))
     for rel, p in workspace_paths(base):
@@ -439,7 +438,6 @@ def find_suite(name_or_path: str | Path) -> Path:
 
 
 def load_suite(name_or_path: str | Path) -> Suite:
-
     root = find_suite(name_or_path)
     _base_digest.cache_clear()  # once per base and load: a base changed since is hashed anew
     meta: dict[str, Any] = {}

@@ -10,6 +10,7 @@ written down in ``_driver_src.py``. Importing this package imports no Docker cli
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from harness.runs.results import ResultStore, write_json_atomic
 from harness.sandbox import Limits
 from harness.sandbox import image as _image
 from harness.session.records import SCHEMA_VERSION
+from suites.humaneval import _samples
 from suites.humaneval._pool import PoolConfig, run_checks
 
 __all__ = ["DEFAULT_K", "evaluate_samples"]
@@ -33,13 +35,11 @@ def default_workers() -> int:
     # Two boxes per core: a box spends part of each check idle (host round trip, fork, sweep),
     # which a second box fills (bench: 4 boxes on 2 cores ran 820 samples in 10.6 s, 2 boxes in
     # 13.2 s, identical verdicts). Capped so a big host does not start hundreds of containers.
-    import os
 
     return max(2, min(32, 2 * (os.cpu_count() or 1)))
 
 
 def harness_version() -> str:
-
     return version()
 
 
@@ -72,9 +72,6 @@ def evaluate_samples(
     have samples are scored. Bad input raises InputError before anything runs. A rerun with the
     same ``out_dir`` runs only what is missing (or was an infra_error) and returns the same summary.
     """
-    # suites: a plug-in package; harness never imports it at module level
-    from suites.humaneval import _samples
-
     ks = tuple(int(x) for x in k)
     if not ks or min(ks) < 1:
         raise InputError(f"k must be positive integers, got {list(k)}")
@@ -114,7 +111,6 @@ def evaluate_samples(
 
 
 def _run(pending, store, *, image, agent, timeout, mem_mb, workers, progress) -> None:
-
     # The container holds one check at a time: its memory covers the check's rlimit, a full
     # scratch tmpfs (tmpfs pages count against the cgroup) and the driver.
     limits = Limits(

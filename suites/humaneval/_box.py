@@ -69,7 +69,6 @@ class Box:
     """A container plus driver; ``run`` one check at a time; ``close`` always."""
 
     def __init__(self, image: str, limits: Limits, *, run_id: str | None = None):
-
         self.name = ""
         self.proc: subprocess.Popen | None = None
         self._closed = False

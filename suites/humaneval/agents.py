@@ -165,7 +165,6 @@ def _agent_summary(s: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 
 def table(summary: dict[str, Any]) -> str:
-
     ks = sorted({k for a in summary["agents"].values() for k in a["pass_at_k"]})
     heads = ["agent"] + [f"pass@{k}" for k in ks] + ["passed", "failed", "other"]
     rows = []

@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from finetune.config import Config, apply_overrides, load_config, validate
 from finetune.errors import ConfigError
+from finetune.losses import LOSSES
 from finetune.registry import Registry
+from finetune.rewards import REWARDS
 from finetune.schedules import SCHEDULES, CompositeWeights, default_schedule
+from finetune.trainers import TRAINERS
+from harness.agents import AGENTS
+from harness.cli import COMMANDS
+from harness.runs.executors import EXECUTORS
+from harness.sandbox import SANDBOXES
+from harness.suites.kinds import METRICS, SUITE_KINDS
+from harness.tools import TOOLS
 
 
 def test_registry_resolves_builtin_plugin_and_rejects_unknown():
-    reg: Registry[type] = Registry("widget", "widget.name")
+    reg: Registry[type] = Registry("widget", "widget.name", group="etai.widgets")
     reg.register("plain")(dict)
     assert reg.resolve("plain") is dict
     assert reg.resolve("collections:OrderedDict").__name__ == "OrderedDict"
@@ -145,3 +157,15 @@ def test_bundled_configs_validate_and_say_what_the_issue_asks():
     assert big.get("optimizer.name", str) == "decoupled_adamw" and big.get("train.autoresume", bool)
     tiny = load_config(configs / "tiny-cpu.yaml")
     assert tiny.get("train.device", str) == "cpu" and "tiny" in tiny.section("model")
+
+
+def test_every_registry_listens_on_the_group_the_readme_names():
+    """A plug-in author registers under the group the README names; a registry on another group
+    (one made by adding "s" to its kind was etai.losss) never sees the plug-in."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme[readme.index("through entry points in the") :][:400]
+    documented = set(re.findall(r"`(etai\.\w+)`", section))
+    regs = [LOSSES, REWARDS, TRAINERS, SCHEDULES, AGENTS, COMMANDS, EXECUTORS, SANDBOXES]
+    regs += [METRICS, SUITE_KINDS, TOOLS]
+    assert {r.group for r in regs} == documented
+    assert LOSSES.group == "etai.losses"

@@ -22,7 +22,7 @@ def _sessions() -> list[dict]:
     return [json.loads(line) for line in FIXTURES.read_text().splitlines() if line.strip()]
 
 
-SESSION = _sessions()[0]  # date-null-check, the DESIGN.md §3 example
+SESSION = _sessions()[0]  # date-null-check, the first bundled session
 
 
 def test_special_tokens_are_the_eleven_markers():

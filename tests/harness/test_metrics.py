@@ -184,7 +184,7 @@ ZOOMED = {
 
 
 def test_pixel_defaults_of_a_viewport_without_fields():
-    # the defaults are DESIGN.md §4's: gutter 48, char 7.2, line 18, zoom 1, no scroll
+    # the defaults of docs/metrics.md#viewport-geometry: gutter 48, char 7.2, line 18, zoom 1, no scroll
     assert metrics.pixel(5, 10, {}) == pytest.approx((48 + 9 * 7.2, 4 * 18))
     # zoom alone: x = 48 + 1 * 7.2 * 2 = 62.4 (the gutter is not zoomed); y = 2 * 18 * 2 = 72
     assert metrics.pixel(3, 2, {"zoom": 2}) == pytest.approx((62.4, 72.0))

@@ -411,7 +411,6 @@ def _write_held_out(folder: Path, cut: held_out.Split) -> None:
 
 
 def _suite_yaml(name: str, opts: BuildOptions) -> str:
-
     meta = {
         "name": f"{name}-bugfix",
         "description": f"Bug-fix sessions made by `etai suite build` from {name}: one mutant of its "
@@ -438,7 +437,6 @@ def _verdicts(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _append(path: Path, row: dict[str, Any]) -> None:
-
     append_line(path, json.dumps(row, ensure_ascii=False).encode() + b"\n")
 
 

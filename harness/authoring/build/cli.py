@@ -63,7 +63,6 @@ def add_parser(suite_sub) -> None:
 
 
 def parse_env(pairs: list[str]) -> tuple[tuple[str, str], ...]:
-
     env = []
     for p in pairs:
         name, sep, value = p.partition("=")
@@ -108,7 +107,6 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def table(s: dict) -> str:
-
     rows = [[op, str(d["tried"]), str(d["kept"])] for op, d in sorted(s["per_operator"].items())]
     b = s["baseline"]
     head = (

@@ -14,7 +14,6 @@ class LocalRun:
         self.workers, self.progress = workers, progress
 
     def map(self, batch: Batch, done: Done) -> None:
-
         stop = threading.Event()
         worker = batch.local  # shares the driver's agents (a model loaded once) and sandbox pool
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Build the offline base image: a Debian bookworm minbase rootfs (debootstrap) with git and
 # python3 from Debian, plus Node from the npm registry's node-linux-<arch> package (Debian's
-# Node 18 is ~50 ms slower to start and 20-40% slower on Jest: research/perf-limits.md §2.3).
+# Node 18 is ~50 ms slower to start and 20-40% slower on Jest: docs/sandbox.md#node-version).
 # Usage: build-base.sh TAG NODE_TARBALL MIRROR     (run as root; needs debootstrap and docker)
 set -eu
 tag=$1; node_tgz=$2; mirror=$3

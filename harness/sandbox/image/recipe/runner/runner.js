@@ -3,7 +3,7 @@
 // The harness keeps one long-lived pipe to this process (a `docker exec -i`, or a plain subprocess
 // for the `local` sandbox) and speaks JSON lines: one request object per stdin line, one answer per
 // stdout line, answers in request order. A persistent pipe instead of a `docker exec` per step is
-// what brings a Jest step from ~650 ms to ~120 ms (research/perf-limits.md §2.3).
+// what brings a Jest step from ~650 ms to ~120 ms (docs/sandbox.md#warm-jest-hosts).
 //
 // Untrusted code (the workspace's tests, an agent's commands) never runs in this process: Jest runs
 // in a warm child (jest-host.js) in its own process group, commands run in their own process groups,
