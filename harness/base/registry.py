@@ -127,7 +127,7 @@ class Registry(Generic[T]):
     # ------------------------------------------------------------------ loading
     def _load(self) -> None:
         # Worker threads may ask for their first entry at once: the others wait until every
-        # built-in is registered (a half-loaded registry answered "unknown sandbox 'docker'").
+        # built-in is registered (half loaded, it would call a built-in such as 'docker' unknown).
         # Re-entrant: a built-in being imported may use the registry on the importing thread.
         if self._loaded:
             return
