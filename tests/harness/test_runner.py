@@ -270,7 +270,7 @@ def test_a_changed_verifier_is_never_served_old_verdicts(
 ):
     """The preflight verdict cache is keyed by the grading code (harness.grading_digest), not only by
     the version string: the same session under changed grading code is replayed again."""
-    import harness
+    from harness.base import provenance
 
     root = make_suite(tmp_path / "suite", ["retry-default-attempts"])
 
@@ -301,7 +301,7 @@ def test_a_changed_verifier_is_never_served_old_verdicts(
     assert before, "the first run replayed the reference"
     run("b")
     assert flights() == before, "same grading code: the verdict is reused"
-    monkeypatch.setattr(harness, "_digest", "0" * 16)  # what a changed verify.py digests to
+    monkeypatch.setattr(provenance, "_digest", "0" * 16)  # what a changed verify.py digests to
     run("c")
     after = flights()
     assert len(after) == len(before) + 1 and after[-1]["cache_key"] not in {
@@ -311,7 +311,7 @@ def test_a_changed_verifier_is_never_served_old_verdicts(
 
 
 def test_grading_digest_follows_the_grading_code_only(tmp_path):
-    """A comment added to verify.py changes the digest; one added to cli.py (not grading) does not."""
+    """A comment added to verify.py changes the digest; one added to the CLI (not grading) does not."""
     import importlib.util
     import shutil
 
@@ -325,18 +325,17 @@ def test_grading_digest_follows_the_grading_code_only(tmp_path):
         if change:
             with open(root / change, "a") as f:
                 f.write("\n# changed\n")
-        # The copy's own __init__ (loaded by path: the editable install would win over PYTHONPATH),
-        # which digests the files beside it.
-        spec = importlib.util.spec_from_file_location(
-            f"harness_copy_{root.name}", root / "__init__.py"
-        )
+        # The copy's own provenance module (loaded by path: the editable install would win over
+        # PYTHONPATH), which digests the files of the copy it sits in.
+        where = root / "base" / "provenance.py"
+        spec = importlib.util.spec_from_file_location(f"harness_copy_{root.name}", where)
         copy = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(copy)
-        assert copy.__file__ == str(root / "__init__.py")
+        assert copy.__file__ == str(where)
         return copy.grading_digest()
 
     base = digest_with(None)
     assert base == harness.grading_digest(), "an unchanged copy digests like the original"
-    assert digest_with("cli.py") == base
-    for graded in ("verify.py", "jest.py", "loop.py", "sandbox/__init__.py"):
+    assert digest_with("cli/__init__.py") == base
+    for graded in ("grading/verify.py", "grading/jest.py", "runs/loop.py", "sandbox/__init__.py"):
         assert digest_with(graded) != base, graded
