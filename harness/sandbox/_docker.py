@@ -22,7 +22,7 @@ from pathlib import Path
 from harness.base.errors import InfraError
 from harness.sandbox import Limits, close_quietly, register
 from harness.sandbox import image as _image
-from harness.sandbox._runner import RunnerSandbox, jest_hosts
+from harness.sandbox._pipe import RunnerSandbox, jest_hosts
 from harness.session.workspace import workspace_files
 
 LABEL = "etai"
