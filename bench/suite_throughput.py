@@ -1,4 +1,4 @@
-"""Benchmark: where an episode's time goes, on a generated suite of small single-file sessions (#15).
+"""Benchmark: where an episode's time goes, on a generated suite of small single-file sessions.
 
 Each session is its own tiny CommonJS project: a function with one bug, a Jest file with a passing
 and a failing test, and a reference trace (run the test file, read the source, fix it with

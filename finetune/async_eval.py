@@ -1,12 +1,13 @@
-"""HarnessEval's asynchronous mode: at the interval the checkpoint is exported (``export_hf``) and
+"""HarnessEval's asynchronous mode: at the interval a detached copy of the checkpoint is taken
+(``snapshot_hf``, what training waits for), written as an ``hf:`` folder in a thread of rank 0 and
 evaluated by a separate process (``etai run --agent hf:FOLDER``, or any command template, e.g. on
-spare devices or through ssh); training does not wait. A finished process's metrics are logged
+spare devices or through ssh); training does not wait for the writing or the process. A finished process's metrics are logged
 at the current step with the batch its checkpoint belongs to as ``harness/checkpoint_batch``, at
 the first batch end after it finished, and at fit end, which waits for the outstanding ones
 (bounded).
 
-Only global rank 0 starts and watches processes (the export is collective: every rank takes part,
-rank 0 writes), so only rank 0 logs these metrics. The process is judged by its rows: the metrics
+Only global rank 0 starts and watches processes (the snapshot is collective: every rank takes
+part, rank 0 keeps it), so only rank 0 logs these metrics. The process is judged by its rows: the metrics
 come from ``<out>/harness-eval/ba<N>/results.jsonl`` exactly as a synchronous evaluation's do; a
 process that exits with neither 0 nor 3 (etai run's "incomplete"), or leaves no rows, is
 ``harness/error = 1`` for its batch with the end of its log in a warning.
@@ -102,43 +103,78 @@ def values_of(cb: Any, *, folder: Path, out: Path, batch: int) -> dict[str, str]
 
 @dataclass
 class Pending:
-    """One evaluation process: its checkpoint's batch, folders, and when it started and ended."""
+    """One evaluation: its checkpoint's batch and folders; the export written (``write``), then the
+    process started, both in a thread of its own; when it started, was written and ended."""
 
     batch: int
     folder: Path
     out: Path
-    proc: subprocess.Popen
-    started: float
+    argv: list[str]
+    write: Callable[[], Any] | None = None
+    started: float = field(default_factory=time.monotonic)
+    written: float | None = None
     ended: float | None = None
+    proc: subprocess.Popen | None = None
+    error: str | None = None  # the export could not be written, or the process not started
+    _killed: bool = field(default=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _waiter: threading.Thread | None = field(default=None, repr=False)
 
-    def watch(self) -> None:
-        # A thread per process only to note when it ended: eval_seconds is the process's own wall
-        # clock, not the time until a batch end happened to look.
-        def wait() -> None:
-            self.proc.wait()
-            self.ended = time.monotonic()
+    def start(self) -> None:
+        # A thread per evaluation: the export is written off the training thread (training waited
+        # for the snapshot only), and the process's end is noted when it happens, so eval_seconds
+        # is its own wall clock, not the time until a batch end happened to look.
+        def run() -> None:
+            try:
+                if self.write is not None:
+                    self.write()
+                self.written = time.monotonic()
+                with self._lock:
+                    if self._killed:
+                        return
+                    self.proc = _popen(self.argv, self.out)
+                self.proc.wait()
+            except Exception as e:  # noqa: BLE001 - reported as this evaluation's harness/error
+                self.error = f"{type(e).__name__}: {e}"
+            finally:
+                self.ended = time.monotonic()
 
-        self._waiter = threading.Thread(target=wait, name=f"etai-async-ba{self.batch}", daemon=True)
+        self._waiter = threading.Thread(target=run, name=f"etai-async-ba{self.batch}", daemon=True)
         self._waiter.start()
 
     def done(self) -> bool:
         return self.ended is not None
 
     def kill(self) -> None:
-        """The whole process group: etai run's own workers and sandboxes' clients too."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
+        """The whole process group (etai run's own workers and sandboxes' clients too); an export
+        still being written is let finish, and no process is started after it."""
+        with self._lock:
+            self._killed = True
+            proc = self.proc
+        if proc is not None:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait()
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
         if self._waiter is not None:
-            self._waiter.join(timeout=5)
+            self._waiter.join(timeout=None if proc is None else 5)
         self.ended = self.ended or time.monotonic()
+
+
+def _popen(argv: Sequence[str], out: Path) -> subprocess.Popen:
+    with open(out / LOG_NAME, "ab") as logf:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own group: killed whole, and no Ctrl-C from ours
+        )
 
 
 class AsyncEvals:
@@ -159,18 +195,20 @@ class AsyncEvals:
     def busy(self) -> bool:
         return sum(not p.done() for p in self.pending) >= self.max_running
 
-    def launch(self, argv: Sequence[str], *, batch: int, folder: Path, out: Path) -> Pending:
+    def launch(
+        self,
+        argv: Sequence[str],
+        *,
+        batch: int,
+        folder: Path,
+        out: Path,
+        write: Callable[[], Any] | None = None,
+    ) -> Pending:
+        """Start ``argv`` for the checkpoint of ``batch``, after ``write()`` (the export into
+        ``folder``) has returned; both happen in the evaluation's thread, so this returns at once."""
         out.mkdir(parents=True, exist_ok=True)
-        with open(out / LOG_NAME, "ab") as logf:
-            proc = subprocess.Popen(
-                list(argv),
-                stdin=subprocess.DEVNULL,
-                stdout=logf,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own group: killed whole, and no Ctrl-C from ours
-            )
-        p = Pending(batch, folder, out, proc, time.monotonic())
-        p.watch()
+        p = Pending(batch, folder, out, list(argv), write)
+        p.start()
         self.pending.append(p)
         log.info("harness eval of batch %d: started %s (log %s)", batch, shlex.join(argv), out)
         return p
@@ -209,12 +247,19 @@ class AsyncEvals:
         self.pending.clear()
 
     def _seconds(self, p: Pending) -> dict[str, float]:
-        return {"harness/eval_seconds": (p.ended or time.monotonic()) - p.started}
+        """The evaluation process's wall clock, and the export's writing (off the training thread)."""
+        end, written = p.ended or time.monotonic(), p.written
+        if written is None:
+            return {"harness/write_seconds": end - p.started}
+        return {"harness/write_seconds": written - p.started, "harness/eval_seconds": end - written}
 
     def _finished(self, p: Pending) -> dict[str, float]:
         from harness.base.errors import InputError
         from harness.runs.results import read_rows
 
+        if p.error is not None or p.proc is None:
+            log.warning("harness eval of batch %d failed: %s", p.batch, p.error or "not started")
+            return {"harness/error": 1.0, **self._seconds(p)}
         rc = p.proc.returncode
         try:
             rows = read_rows(p.out / "results.jsonl")

@@ -14,9 +14,9 @@ HarnessEval runs on every rank and never raises into the trainer:
    rank 0 and logged on every rank (the destinations filter by rank). Any exception, on any
    rank, becomes ``harness/error = 1`` and a warning.
 
-``mode: async`` (``finetune.async_eval``; it takes one suite): at the interval the checkpoint is
-exported to ``harness-eval/hf-ba<N>/`` (every rank takes part) and rank 0 starts
-``async_command`` (default: ``etai run --agent hf:{folder}`` with the same sessions and options,
+``mode: async`` (``finetune.async_eval``; it takes one suite): at the interval a detached copy of
+the checkpoint is taken (every rank takes part; training waits for this only), and a thread of
+rank 0 writes it to ``harness-eval/hf-ba<N>/`` and then starts ``async_command`` (default: ``etai run --agent hf:{folder}`` with the same sessions and options,
 into ``ba<N>/``); training goes on. Its metrics are logged by rank 0 against batch N when it has
 ended (checked at every batch end), and fit end waits for the outstanding ones up to
 ``async_wait_s`` (then kills them: ``harness/error``). While ``async_max_running`` are running an
@@ -25,6 +25,7 @@ interval is skipped (``harness/async_skipped``). ``budget_s`` does not apply to 
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -47,7 +48,7 @@ from finetune.evaluation import (
     load_eval_suites,
     run_limits,
 )
-from finetune.export import export_hf
+from finetune.export import export_hf, snapshot_hf
 from harness.agents.etai_format import DEFAULT_MAX_RESULT_CHARS
 
 log = logging.getLogger(__name__)
@@ -197,7 +198,7 @@ class HarnessEval(Callback):
 
     # ------------------------------------------------------------------------------ asynchronous
     def _start_async(self, state: Any, logger: Any) -> dict[str, float]:
-        """Export (every rank) and start the evaluation process (rank 0); training goes on."""
+        """Snapshot (every rank), then write and evaluate it in rank 0's thread; training goes on."""
         assert self._async is not None
         start = time.monotonic()
         batch = int(state.timestamp.batch)
@@ -212,16 +213,18 @@ class HarnessEval(Callback):
         folder, out = root / f"hf-ba{batch}", root / f"ba{batch}"
         metrics = {"harness/async_skipped": 0.0}
         try:
-            if export_hf(
+            snapshot = snapshot_hf(
                 state,
                 None,
-                folder,
                 max_result_chars=self.max_result_chars or DEFAULT_MAX_RESULT_CHARS,
                 heads=False,
-            ):
+                detach=True,  # written while training changes the weights
+            )
+            if snapshot is not None:
                 values = async_eval.values_of(self, folder=folder, out=out, batch=batch)
                 argv = async_eval.render(self.async_command, values)
-                self._async.launch(argv, batch=batch, folder=folder, out=out)
+                write = functools.partial(snapshot.write, folder)
+                self._async.launch(argv, batch=batch, folder=folder, out=out, write=write)
         except Exception as e:  # noqa: BLE001 - the trainer goes on: a broken eval is a metric
             log.warning(
                 "harness eval at batch %d: start failed: %s: %s", batch, type(e).__name__, e

@@ -16,8 +16,9 @@ The model, every term an upper bound where a choice was needed:
   of one batched generation (the longest action: ``action_tokens`` decoded one token at a time,
   after a prefill of the prompt so far for every sequence of the batch) followed by its tool
   call, then the verification. Training waits for the slowest rank;
-- asynchronous (``mode: async``): training waits for the export only; the evaluation runs
-  beside it, on another device, and keeps up when it ends within the interval.
+- asynchronous (``mode: async``): training waits for the snapshot only (the full weights to
+  rank 0's CPU, ``gather_s``); writing it as an ``hf:`` folder and the evaluation run beside
+  training (the evaluation on another device) and keep up when both end within the interval.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class Inputs:
     tool_s: float  # a tool call, per step
     verify_s: float  # the final verification, per episode
     gather_s: float  # the full weights, once per evaluation
-    export_s: float  # async: the checkpoint written for the evaluating process
+    write_s: float  # async: the snapshot written as an hf folder, off the training thread
 
 
 @dataclass(frozen=True)
@@ -90,9 +91,9 @@ def estimate(x: Inputs) -> Estimate:
         episode_s=episode,
         sync_eval_s=sync,
         sync_share=sync / (train + sync),
-        async_wait_s=x.export_s,
-        async_share=x.export_s / (train + x.export_s),
-        async_keeps_up=waves * episode <= train,
+        async_wait_s=x.gather_s,
+        async_share=x.gather_s / (train + x.gather_s),
+        async_keeps_up=x.write_s + waves * episode <= train,
     )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,92 @@ def head_tensors(state: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@dataclass
+class Snapshot:
+    """What an export writes, taken on rank 0 (``snapshot_hf``); ``write`` is file I/O only."""
+
+    lm: Any
+    tokenizer: Any
+    heads: dict[str, Any] | None
+    max_result_chars: int
+
+    def write(self, folder: str | Path) -> Path:
+        """Write ``folder`` (see the module doc), replacing it whole; returns it."""
+        from finetune.tokenizer import make_servable
+        from harness.agents import ETAI_CHAT_TEMPLATE
+        from harness.agents.etai_format import STOP_MARKERS
+
+        lm, tokenizer = self.lm, self.tokenizer
+        folder = Path(folder)
+        partial = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        # Generation must stop on the trained tokenizer's ids, not a base config's (a
+        # config-built GPT-2 says eos 50256, outside a 512-token vocabulary).
+        for cfg in (lm.config, lm.generation_config):
+            cfg.pad_token_id, cfg.eos_token_id = tokenizer.pad_token_id, tokenizer.eos_token_id
+        # A server generating with the folder's own settings ends the turn where the agent's
+        # turn ends: after <RESULT> (the environment speaks next) or <TRACE_END>. transformers
+        # serve 4.57 cannot stop on strings (its `stop` needs a tokenizer generate is not
+        # given), and it reuses its KV cache for the next step only when the cache holds exactly
+        # the text sent back.
+        ends = _marker_ids(tokenizer, STOP_MARKERS)
+        if ends:
+            lm.generation_config.eos_token_id = [tokenizer.eos_token_id, *ends]
+        try:
+            lm.save_pretrained(str(partial), safe_serialization=True)
+        finally:  # a live model (HarnessEval generates with it) keeps a plain eos
+            lm.generation_config.eos_token_id = tokenizer.eos_token_id
+        previous = tokenizer.chat_template
+        tokenizer.chat_template = ETAI_CHAT_TEMPLATE
+        try:
+            tokenizer.save_pretrained(str(partial))
+        finally:
+            tokenizer.chat_template = previous  # the caller's tokenizer is left as it was
+        make_servable(partial)  # served: markers kept by skip_special_tokens, no token_type_ids
+        settings: dict[str, Any] = {"max_result_chars": int(self.max_result_chars)}
+        if self.heads is not None:
+            from safetensors.torch import save_file
+
+            save_file(self.heads, str(partial / HEADS_FILE))
+            settings["heads"] = HEADS_FILE
+        (partial / "etai.json").write_text(json.dumps(settings, indent=2) + "\n")
+        _replace(partial, folder)
+        return folder
+
+
+def snapshot_hf(
+    model_or_state: Any,
+    tokenizer: Any,
+    *,
+    max_result_chars: int,
+    heads: bool = True,
+    detach: bool = False,
+) -> Snapshot | None:
+    """What ``export_hf`` writes, on rank 0; None on the other ranks (every rank must call it).
+
+    ``detach``: the snapshot shares no memory with the model or the tokenizer being trained, so
+    it can be written in another thread while training goes on and changes the weights (the
+    asynchronous evaluation). Without it the live LM and tokenizer are used where they can be.
+    ``tokenizer`` None takes the model's own (``AgentModel.tokenizer``).
+    """
+    import copy
+
+    model = agent_model(model_or_state)
+    state = gathered_state(model)
+    if state is None:
+        return None
+    if detach:
+        state = _detached(model, state)
+    tokenizer = tokenizer if tokenizer is not None else model.tokenizer
+    if detach:
+        tokenizer = copy.deepcopy(tokenizer)
+        lm = _detached_lm(model, state)
+    else:
+        lm = plain_lm(model, state, merge_lora=True)
+    return Snapshot(lm, tokenizer, head_tensors(state) if heads else None, max_result_chars)
+
+
 def export_hf(
     model_or_state: Any,
     tokenizer: Any,
@@ -157,51 +244,37 @@ def export_hf(
 
     ``tokenizer`` None takes the model's own (``AgentModel.tokenizer``).
     """
-    model = agent_model(model_or_state)
-    state = gathered_state(model)
-    if state is None:
-        return None
-    from finetune.tokenizer import make_servable
-    from harness.agents import ETAI_CHAT_TEMPLATE
-    from harness.agents.etai_format import STOP_MARKERS
+    snapshot = snapshot_hf(
+        model_or_state, tokenizer, max_result_chars=max_result_chars, heads=heads
+    )
+    return None if snapshot is None else snapshot.write(folder)
 
-    tokenizer = tokenizer if tokenizer is not None else model.tokenizer
-    lm = plain_lm(model, state, merge_lora=True)
-    folder = Path(folder)
-    partial = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    # Generation must stop on the trained tokenizer's ids, not a base config's (a config-built
-    # GPT-2 says eos 50256, outside a 512-token vocabulary).
-    for cfg in (lm.config, lm.generation_config):
-        cfg.pad_token_id, cfg.eos_token_id = tokenizer.pad_token_id, tokenizer.eos_token_id
-    # A server generating with the folder's own settings ends the turn where the agent's turn
-    # ends: after <RESULT> (the environment speaks next) or <TRACE_END>. transformers serve 4.57
-    # cannot stop on strings (its `stop` needs a tokenizer generate is not given), and it reuses
-    # its KV cache for the next step only when the cache holds exactly the text sent back.
-    ends = _marker_ids(tokenizer, STOP_MARKERS)
-    if ends:
-        lm.generation_config.eos_token_id = [tokenizer.eos_token_id, *ends]
-    try:
-        lm.save_pretrained(str(partial), safe_serialization=True)
-    finally:  # the live model (HarnessEval generates with it) keeps a plain eos
-        lm.generation_config.eos_token_id = tokenizer.eos_token_id
-    previous = tokenizer.chat_template
-    tokenizer.chat_template = ETAI_CHAT_TEMPLATE
-    try:
-        tokenizer.save_pretrained(str(partial))
-    finally:
-        tokenizer.chat_template = previous  # the caller's tokenizer is left as it was
-    make_servable(partial)  # served: markers kept by skip_special_tokens, no token_type_ids
-    settings: dict[str, Any] = {"max_result_chars": int(max_result_chars)}
-    if heads:
-        from safetensors.torch import save_file
 
-        save_file(head_tensors(state), str(partial / HEADS_FILE))
-        settings["heads"] = HEADS_FILE
-    (partial / "etai.json").write_text(json.dumps(settings, indent=2) + "\n")
-    _replace(partial, folder)
-    return folder
+def _detached(model: Any, state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` on the CPU with every tensor that shares storage with the model copied (a
+    gathered FSDP state is already a copy; a plain ``state_dict()`` is the live tensors)."""
+    live = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
+    out = {}
+    for k, v in state.items():
+        v = v.detach()
+        shared = v.untyped_storage().data_ptr() in live
+        out[k] = v.to("cpu", copy=True) if shared else v.to("cpu")
+    return out
+
+
+def _detached_lm(model: Any, state: dict[str, Any]) -> Any:
+    """A CPU copy of the LM holding ``state``'s (detached) weights, LoRA merged in."""
+    lm = model.lm
+    if hasattr(lm, "merge_and_unload"):
+        if is_fsdp(model):
+            raise NotImplementedError(
+                "exporting or evaluating a LoRA model under FSDP is not supported"
+            )
+        import copy
+
+        return copy.deepcopy(lm).to("cpu").merge_and_unload()
+    weights = {k[len("lm.") :]: v for k, v in state.items() if k.startswith("lm.")}
+    return lm_from_state(lm, weights)
 
 
 def _marker_ids(tokenizer: Any, markers: tuple[str, ...]) -> list[int]:

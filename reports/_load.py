@@ -140,7 +140,7 @@ def _episode(r: dict[str, Any], kind: str) -> dict[str, Any]:
         "suite": r.get("suite"),
         "intent": r.get("intent") or "unknown",
         "status": r["status"],
-        # green on the visible verification tests, red on the held-out ones (issue #30); rows
+        # green on the visible verification tests, red on the held-out ones; rows
         # written before held-out tests existed lack the key: not special-cased
         "special_cased": bool(r.get("special_cased")),
         "steps_to_green": r.get("steps_to_green"),

@@ -117,7 +117,7 @@ def add_parsers(sub) -> None:
         "--workers", type=int, default=None, help="sessions in parallel (default: one per CPU)"
     )
     rec.set_defaults(func=_record)
-    from harness.authoring.build.cli import add_parser as add_build  # `etai suite build` (#16)
+    from harness.authoring.build.cli import add_parser as add_build  # `etai suite build`
 
     add_build(s)
 

@@ -36,7 +36,7 @@ MUTATING = ("file_edit", "file_write")
 # The verdict of an episode in which no tool that writes files was called, when the preflight ran
 # (``gold``): no code of the agent's exists, only the session's own code and tests ran (and the
 # workspace is read-only to them in the Docker sandbox), so the workspace is the pristine one that
-# the preflight found not green. A noop episode then costs no Jest run (#15).
+# the preflight found not green. A noop episode then costs no Jest run.
 UNCHANGED = Verdict(
     green=False,
     reason="no file was changed: the workspace is the one the preflight found not green",

@@ -22,7 +22,7 @@ from pathlib import Path
 from harness.base.errors import InfraError
 from harness.sandbox import Limits, close_quietly, register
 from harness.sandbox import image as _image
-from harness.sandbox._runner import RunnerSandbox, jest_hosts
+from harness.sandbox._pipe import RunnerSandbox, jest_hosts
 from harness.session.workspace import workspace_files
 
 LABEL = "etai"
@@ -141,7 +141,7 @@ def create_container(
             ipc_mode="none",
             # No System V or POSIX IPC objects at all: they would outlive every process of an
             # episode in the container's IPC namespace (python3 reaches them through ctypes), and
-            # a container the pool reuses must hold nothing of the last one (#15).
+            # a container the pool reuses must hold nothing of the last one.
             sysctls=NO_IPC,
             mem_limit=f"{limits.memory_mb}m",
             memswap_limit=f"{limits.memory_mb}m",
@@ -236,7 +236,7 @@ class Pool:
     A container whose episode ended cleanly comes back (``give_back``) and its runner resets it:
     every process of that episode ended, the scratch space emptied, Jest hosts kept only if no
     workspace code ran (runner.js ``resetContainer``): ready again for a fraction of a new
-    container's cost (#15). At most twice ``size`` containers exist at once, those out with
+    container's cost. At most twice ``size`` containers exist at once, those out with
     episodes included."""
 
     def __init__(self, image: str, limits: Limits, size: int = 2, run_id: str | None = None):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.sandbox import Limits, register
 from harness.sandbox import image as _image
-from harness.sandbox._runner import RunnerSandbox, jest_hosts
+from harness.sandbox._pipe import RunnerSandbox, jest_hosts
 from harness.session.workspace import workspace_files
 
 _LIVE: set[LocalSandbox] = set()  # started by this process and not killed yet (Ctrl-C reaps them)

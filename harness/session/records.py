@@ -61,7 +61,7 @@ class Row(TypedDict, total=False):
     reason: str | None  # why, in words, when not passed
     duration_s: float
     # where the episode's time went, in seconds: acquire (a sandbox holding the workspace),
-    # baseline, agent (its decisions), tools, verify, close (#15)
+    # baseline, agent (its decisions), tools, verify, close
     phases: dict[str, float]
     harness_version: str
     image: str | None

@@ -39,7 +39,7 @@ BASE = Inputs(
     tool_s=1.0,
     verify_s=3.0,
     gather_s=2.0,
-    export_s=10.0,
+    write_s=10.0,
 )
 
 
@@ -53,7 +53,8 @@ def test_the_estimate_by_hand():
     assert e.episode_s == pytest.approx(0.5 + 4 * 3.0 + 3.0)
     assert e.sync_eval_s == pytest.approx(2.0 + 2 * 15.5)
     assert e.sync_share == pytest.approx(33 / (192 + 33))
-    assert e.async_share == pytest.approx(10 / 202) and e.async_keeps_up
+    # async: training waits for the snapshot (the gather) only; the write runs beside it
+    assert e.async_wait_s == 2.0 and e.async_share == pytest.approx(2 / 194) and e.async_keeps_up
 
 
 def test_more_sessions_or_slower_decoding_cost_more_and_bad_counts_are_refused():
@@ -62,6 +63,9 @@ def test_more_sessions_or_slower_decoding_cost_more_and_bad_counts_are_refused()
     assert estimate(dataclasses.replace(BASE, decode_s_per_token=0.1)).sync_share > e.sync_share
     slow = estimate(dataclasses.replace(BASE, decode_s_per_token=1.0))
     assert not slow.async_keeps_up  # the evaluation outlasts the interval it runs beside
+    # the write is off the training thread: it costs no share, but it must end within the interval
+    long_write = estimate(dataclasses.replace(BASE, write_s=170.0))
+    assert long_write.async_share == e.async_share and not long_write.async_keeps_up
     with pytest.raises(ValueError, match="at least 1"):
         estimate(dataclasses.replace(BASE, workers=0))
 

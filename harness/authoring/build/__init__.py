@@ -1,4 +1,4 @@
-"""`etai suite build`: bug-fix sessions from a real Jest project (#16).
+"""`etai suite build`: bug-fix sessions from a real Jest project.
 
 A package of its own under harness (not suites/): it writes suites in the session format that
 harness/suites/load.py loads, runs Jest only through harness.sandbox, and is a command of the harness;

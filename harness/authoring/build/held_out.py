@@ -1,4 +1,4 @@
-"""Which of a mutant's killing tests a built session holds out (issue #30's split for `suite build`).
+"""Which of a mutant's killing tests a built session holds out (the held-out tests of README.md, for `suite build`).
 
 The rule: a mutant killed by at least two test cases holds out half of them (rounded down), chosen
 with the build's seed among the killing cases that are plain test cases of their file

@@ -547,7 +547,7 @@ function handle(line) {
   });
 }
 
-// ---------------------------------------------------------------- reuse of a container (#15)
+// ---------------------------------------------------------------- reuse of a container
 // After an episode the harness's pool may ask this runner to `reset` the container for the next
 // one instead of removing it. The runner ends every process but the container's own (tini as PID 1,
 // and its `sleep`) and itself, and empties the scratch tmpfs: the root file system is read-only
