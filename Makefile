@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,train,serve,report,ray
 
-.PHONY: setup docker venv image browser demo test test-long test-fast lint bench redteam redteam-search mutation real-suites train-set chaos clean
+.PHONY: setup docker venv image browser demo test test-long test-fast lint bench redteam redteam-search mutation real-suites mined-suites train-set chaos clean
 
 setup: docker venv image
 
@@ -76,6 +76,12 @@ mutation: venv
 # with oracle and noop; report in runs/real-suites/report.md. Hours on 2 cores; ARGS="--max 10 --only redux".
 real-suites: setup
 	$(BIN)/python scripts/real_suites.py $(ARGS)
+
+# `etai suite mine` over the histories of ../shared/realrepos (bundles in ../shared/realrepos-history,
+# others with ARGS="--repo NAME=PATH"), 400 first-parent commits back from each corpus commit,
+# replayed with oracle and noop; report in runs/mined-suites/report.md. ARGS="--only commander".
+mined-suites: setup
+	$(BIN)/python scripts/mined_suites.py $(ARGS)
 
 # The data of finetune/configs/agent-8xa100.yaml: the six projects' suites built (no replay) into
 # runs/real-suites/, dayjs with wider caps (up to 20 mutants a file, 4 a function). Builds resume;

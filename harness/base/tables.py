@@ -13,7 +13,7 @@ def _fmt(x: Any) -> str:
 
 def grid(heads: list[str], rows: list[list[str]]) -> list[str]:
     """Left-aligned columns, as wide as their widest cell: the header line, then one line per row."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(heads)]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in [heads, *rows]]
 
 

@@ -3,7 +3,7 @@ from starting, so a plain run's table (the README's) is unchanged."""
 
 from __future__ import annotations
 
-from harness.base.tables import session_table
+from harness.base.tables import grid, session_table
 from harness.runs import metrics
 
 
@@ -42,3 +42,8 @@ def test_skipped_rows_get_a_column_and_an_incomplete_run():
     # hf: PA@1 over its one run episode (1/1), 1 skipped; noop: 0/2, none skipped
     assert (hf[1], hf[-1], noop[1], noop[-1]) == ("1.000", "1", "0.000", "0")
     assert "INCOMPLETE" in lines[-1] and "skipped" in lines[-1]
+
+
+def test_a_grid_of_no_rows_is_its_header():
+    # `etai suite mine` prints its left-out reasons as a grid, and a mine may leave none out.
+    assert grid(["left out because", "commits"], []) == ["left out because  commits"]

@@ -161,7 +161,7 @@ def baseline(box: Box, runs: int, timeout: float, progress: bool) -> dict[str, A
     }
 
 
-def _failures(
+def failure_records(
     r: jest.JestResult, answer: dict, killed: set[str], base_ws: str
 ) -> list[compose.Failure]:
     """The killed tests as Failures, in file order, each with its first message and assertion site."""
@@ -229,7 +229,7 @@ def evaluate(
             killed = {t for t in killed if _statuses(again).get(t) != "passed"}
         if not killed:
             return "flaky_kill", {}
-        failures = _failures(r, answer, killed, answer.get("workspace") or "/scratch/ws")
+        failures = failure_records(r, answer, killed, answer.get("workspace") or "/scratch/ws")
         return "kept", {"failures": failures}
     except SandboxDead:  # a mutant that hangs past the outer deadline takes the sandbox with it
         box.restart()
@@ -323,7 +323,7 @@ def _build(
         timeout = min(opts.timeout_s, max(20.0, 4 * max(base["seconds"])))
         found, unparsed = mutants.find(files)
         order = mutants.ordered(found, opts.seed)
-        done = _verdicts(out / "mutants.jsonl")
+        done = read_rows(out / "mutants.jsonl")
         kept_per: Counter = Counter()
         for v in done.values():
             if v["verdict"] == "kept":
@@ -370,7 +370,7 @@ def _build(
                 row["seconds"] = round(time.monotonic() - t_m, 2)
                 if not opts.max_sessions:
                     bar.update(0 if verdict == "kept" else 1)
-            _append(out / "mutants.jsonl", row)
+            append_row(out / "mutants.jsonl", row)
             done[m.id] = row
         bar.close()
     finally:
@@ -423,20 +423,21 @@ def _suite_yaml(name: str, opts: BuildOptions) -> str:
     return yaml.safe_dump(meta, sort_keys=False)
 
 
-def _verdicts(path: Path) -> dict[str, dict[str, Any]]:
+def read_rows(path: Path, key: str = "id") -> dict[str, dict[str, Any]]:
+    """The rows of a verdicts file (one JSON object a line) by ``key``; the last row of a key wins."""
     if not path.is_file():
         return {}
     rows = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             row = json.loads(line)
-        except json.JSONDecodeError:  # a line cut short by a kill: that mutant is tried again
+        except json.JSONDecodeError:  # a line cut short by a kill: that one is tried again
             continue
-        rows[row["id"]] = row
+        rows[row[key]] = row
     return rows
 
 
-def _append(path: Path, row: dict[str, Any]) -> None:
+def append_row(path: Path, row: dict[str, Any]) -> None:
     append_line(path, json.dumps(row, ensure_ascii=False).encode() + b"\n")
 
 

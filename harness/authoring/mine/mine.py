@@ -1,0 +1,390 @@
+"""Mine a suite from a project's history: each candidate commit (history.py) checked in a sandbox,
+kept when a test it brings fails at its parent and passes at the commit in all R runs.
+
+The workspace of a session is the parent's files with the commit's test files (what the developer
+had when the new test went red); its reference is the commit's source change as ``file_edit``
+steps (fix.py). One set of dependencies serves the whole suite, as one environment serves each
+version of a project in SWE-bench-style harnesses: ``--deps`` names a folder with the manifest
+and lockfile to install (default: the range's newest commit's own), and a commit whose tests do
+not run with it is left out with its reason. Every verdict is appended to ``OUT/commits.jsonl``
+as it is reached (a mine that stops resumes there); ``OUT/summary.json`` counts them by reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.authoring.build import held_out
+from harness.authoring.build.build import Box, append_row, failure_records, read_rows
+from harness.authoring.mine import fix, history
+from harness.authoring.record import replay_steps
+from harness.base.errors import InputError, SandboxDead
+from harness.base.progress import bar as progress_bar
+from harness.runs.results import RunFolder, write_json_atomic, write_text_atomic
+from harness.sandbox import Limits, provider
+from harness.sandbox.deps import has_lockfile, node_modules, resolve_lockfile
+from harness.session.workspace import MAX_WORKSPACE_BYTES, workspace_paths
+
+_DEPS_FILES = ("package.json", "package-lock.json", "npm-shrinkwrap.json", ".npmrc")
+
+
+@dataclasses.dataclass(frozen=True)
+class MineOptions:
+    rev_range: str = "HEAD"  # ``A..B`` or a revision (its whole history)
+    max_sessions: int | None = None
+    runs: int = 3
+    seed: int = 0
+    src: tuple[str, ...] = ("src", "lib", "index.js", "index.ts")
+    env: tuple[tuple[str, str], ...] = ()
+    deps: str | None = None  # a folder holding package.json and a lockfile
+    max_files: int = 3  # source files a fix may change
+    max_hunks: int = 6
+    max_lines: int = 60  # source lines added + removed
+    max_steps: int = 10  # the reference: a test run, a read per file, an edit per hunk
+    since: str | None = None  # ISO dates, on the author date
+    until: str | None = None
+    skip: tuple[str, ...] = ()  # commit ids (or prefixes) never tried
+    timeout_s: float = 180.0
+    sandbox: str = "docker"
+    held_out: str = "split"
+    resolve_lockfile: bool = False
+    name: str | None = None  # the project's name in session ids (default: the folder's or bundle's)
+
+
+def mine(
+    source: str | Path,
+    out: str | Path,
+    opts: MineOptions = MineOptions(),
+    *,
+    progress: bool = True,
+    log: Callable[[str], None] = lambda m: None,
+) -> dict[str, Any]:
+    if opts.runs < 1:
+        raise InputError(f"must be at least 1, got {opts.runs}", where="--runs")
+    repo = history.open_repo(source)
+    name = opts.name or Path(source).name.removesuffix(".bundle").removesuffix(".git")
+    found = history.commits(repo, opts.rev_range)
+    if not found:
+        raise InputError(f"no commit in {opts.rev_range}", where="--range")
+    out = Path(out).resolve()
+    t0 = time.monotonic()
+    with RunFolder(out):
+        deps = _deps(repo, found[-1].sha, out / "deps", opts, log)
+        limits = Limits(
+            memory_mb=2048, timeout_s=opts.timeout_s, env=opts.env, node_modules=str(deps)
+        )
+        write_text_atomic(out / "suite.yaml", _suite_yaml(name, opts, 3))
+        provider(opts.sandbox).prune()  # what a killed mine left, as a run's prepare does
+        done = read_rows(out / "commits.jsonl", "commit")
+        todo = [c for c in found if c.sha not in done]
+        kept = sum(1 for r in done.values() if r["verdict"] == "kept")
+        bar = progress_bar(len(found), "commits", enabled=progress, unit="commit")
+        bar.update(len(found) - len(todo))
+        for c in todo:
+            if opts.max_sessions is not None and kept >= opts.max_sessions:
+                break
+            t_c = time.monotonic()
+            row = examine(repo, name, c, opts, limits, out)
+            row["seconds"] = round(time.monotonic() - t_c, 2)
+            append_row(out / "commits.jsonl", row)
+            done[c.sha] = row
+            kept += row["verdict"] == "kept"
+            bar.update(1)
+        bar.close()
+    sessions = [r["session"] for r in done.values() if r["verdict"] == "kept"]
+    longest = max((len(s["execution_trace"]) for s in sessions), default=3)
+    write_text_atomic(out / "suite.yaml", _suite_yaml(name, opts, longest))
+    write_text_atomic(
+        out / "sessions.jsonl", "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in sessions)
+    )
+    summary = _summary(name, list(done.values()), len(found), time.monotonic() - t0)
+    write_json_atomic(out / "summary.json", summary)
+    return summary
+
+
+def _deps(repo: Path, newest: str, folder: Path, opts: MineOptions, log) -> Path:
+    """The suite's dependency folder (manifest + lockfile), installed once by digest."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if opts.deps:
+        given = Path(opts.deps)
+        if not (given / "package.json").is_file():
+            raise InputError("no package.json in the folder", where="--deps")
+        for f in _DEPS_FILES:
+            if (given / f).is_file():
+                shutil.copyfile(given / f, folder / f)
+    else:
+        for f in _DEPS_FILES:
+            try:
+                (folder / f).write_bytes(history.read(repo, newest, f))
+            except InputError:
+                continue
+        if not (folder / "package.json").is_file():
+            raise InputError(f"{newest[:10]} has no package.json", where="--range")
+    if not has_lockfile(folder):
+        if not opts.resolve_lockfile:
+            raise InputError(
+                "no package-lock.json for the suite's dependencies (--deps names a folder with "
+                "one; --resolve-lockfile resolves one from package.json now)",
+                where="--deps",
+            )
+        resolve_lockfile(folder, log=log)
+    return node_modules(folder, log=log)
+
+
+def _skip_reason(c: history.Commit, opts: MineOptions) -> str | None:
+    """Why a commit is not tried, before anything runs (None: try it)."""
+    if any(c.sha.startswith(s) for s in opts.skip):
+        return "skipped"
+    day = c.date[:10]
+    if (opts.since and day < opts.since) or (opts.until and day > opts.until):
+        return "outside_dates"
+    sources = c.sources(opts.src)
+    if not sources or not c.tests():
+        return "not_a_candidate"  # a fix needs source and tests changed together
+    if not any(history.is_test_file(t.path) and t.status != "D" for t in c.tests()):
+        return "no_test_file"
+    if any(s.status != "M" for s in sources):
+        return "adds_or_removes_source"
+    if len(sources) > opts.max_files:
+        return "too_large"
+    return None
+
+
+def examine(
+    repo: Path, name: str, c: history.Commit, opts: MineOptions, limits: Limits, out: Path
+) -> dict[str, Any]:
+    """One commit's verdict row (with its session when kept)."""
+    row: dict[str, Any] = {
+        "commit": c.sha,
+        "parent": c.parent,
+        "date": c.date,
+        "subject": c.subject,
+    }
+    reason = _skip_reason(c, opts)
+    if reason:
+        return {**row, "verdict": reason}
+    sources = [s.path for s in c.sources(opts.src)]
+    try:
+        before = {f: history.read(repo, c.parent, f).decode("utf-8") for f in sources}
+        after = {f: history.read(repo, c.sha, f).decode("utf-8") for f in sources}
+    except UnicodeDecodeError:
+        return {**row, "verdict": "not_text"}
+    edits = [e for f in sources for e in fix.edits(f, before[f], after[f])]
+    lines = sum(fix.changed_lines(before[f], after[f]) for f in sources)
+    steps = 1 + len(sources) + len(edits)
+    if len(edits) > opts.max_hunks or lines > opts.max_lines or steps > opts.max_steps:
+        return {**row, "verdict": "too_large", "hunks": len(edits)}
+    work = out / ".work" / c.sha[:12]
+    shutil.rmtree(work, ignore_errors=True)
+    try:
+        history.export_tree(repo, c.parent, work)
+        for t in c.tests():
+            if t.status == "D":
+                (work / t.path).unlink(missing_ok=True)
+            else:
+                (work / t.path).parent.mkdir(parents=True, exist_ok=True)
+                (work / t.path).write_bytes(history.read(repo, c.sha, t.path))
+        if sum(p.stat().st_size for _, p in workspace_paths(work)) > MAX_WORKSPACE_BYTES:
+            return {**row, "verdict": "workspace_too_big"}
+        tests = sorted(
+            t.path for t in c.tests() if history.is_test_file(t.path) and t.status != "D"
+        )
+        return {**row, **_check(name, c, opts, limits, work, out, tests, before, after, edits)}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _check(name, c, opts, limits, work, out, tests, before, after, edits) -> dict[str, Any]:
+    box = Box(opts.sandbox, work, limits)
+    try:
+        return _runs(name, c, opts, box, work, out, tests, before, after, edits)
+    except SandboxDead:
+        return {"verdict": "timeout"}
+    finally:
+        box.close()
+
+
+def _jest(box: Box, tests: list[str], timeout: float):
+    r, answer = box.jest(tests, timeout)
+    if r.tamper:
+        return None, answer, "tampered"
+    if r.evidence != "nonce" or r.reason in ("timeout", "memory_limit"):
+        return None, answer, r.reason or "no_result"
+    return r, answer, None
+
+
+def _runs(name, c, opts, box, work, out, tests, before, after, edits) -> dict[str, Any]:
+    timeout = opts.timeout_s
+    parent_runs, commit_runs, first = [], [], None
+    for i in range(opts.runs):
+        r, answer, bad = _jest(box, tests, timeout)
+        if bad:
+            return {"verdict": "does_not_run", "why": bad, "tail": _tail(answer)}
+        parent_runs.append({t.id: t.status for t in r.tests})
+        if i == 0:
+            first = (r, answer)
+            if r.num_failed == 0 and not r.failed_tests:
+                return {"verdict": "no_failing_test"}
+    for f, text in after.items():
+        box.sb.write_file(f, text.encode())
+    for _ in range(opts.runs):
+        r, answer, bad = _jest(box, tests, timeout)
+        if bad or not answer.get("report"):
+            why = bad or r.reason
+            return {"verdict": "does_not_run_at_commit", "why": why, "tail": _tail(answer)}
+        commit_runs.append({t.id: t.status for t in r.tests})
+    for f, text in before.items():
+        box.sb.write_file(f, text.encode())
+    verdict = fail_to_pass(parent_runs, commit_runs)
+    if "verdict" in verdict:
+        return verdict
+    r, answer = first
+    failures = failure_records(
+        r, answer, set(verdict["fail_to_pass"]), answer.get("workspace") or "/scratch/ws"
+    )
+    return _session(name, c, opts, box, work, out, failures, verdict, before, after, edits)
+
+
+def _tail(answer: dict) -> str:
+    return str(answer.get("output_tail") or answer.get("error") or "")[-400:]
+
+
+def fail_to_pass(parent_runs: list[dict], commit_runs: list[dict]) -> dict[str, Any]:
+    """FAIL_TO_PASS (failing or absent at the parent in every run, passing at the commit in every
+    run), PASS_TO_PASS, the flaky tests left out, and the files a verification runs; or a verdict
+    ({"verdict": reason}) when nothing sound is left."""
+    ids = set().union(*parent_runs, *commit_runs)
+    passes = {t: sum(run.get(t) == "passed" for run in commit_runs) for t in ids}
+    failed_at_commit = {t for t in ids if any(run.get(t) == "failed" for run in commit_runs)}
+    before = {t: sum(run.get(t) == "passed" for run in parent_runs) for t in ids}
+    n, m = len(commit_runs), len(parent_runs)
+    f2p = sorted(t for t in ids if passes[t] == n and before[t] == 0)
+    p2p = sorted(t for t in ids if passes[t] == n and before[t] == m)
+    flaky = sorted(t for t in ids if 0 < passes[t] < n or 0 < before[t] < m)
+    if not f2p:
+        return {"verdict": "flaky" if flaky else "no_failing_test", "flaky": flaky}
+    files = sorted({history_file(t) for t in f2p})
+    # A verification runs whole files, every test of which must pass at the commit.
+    unsound = sorted(t for t in failed_at_commit if history_file(t) in files)
+    if unsound:
+        flaky_there = [t for t in unsound if passes[t] > 0]
+        return {"verdict": "flaky" if flaky_there else "fails_at_commit", "tests": unsound[:5]}
+    return {"fail_to_pass": f2p, "pass_to_pass": p2p, "flaky": flaky, "verify_files": files}
+
+
+def history_file(tid: str) -> str:
+    return tid.split("::", 1)[0]
+
+
+def _session(name, c, opts, box, work, out, failures, verdict, before, after, edits) -> dict:
+    sid = f"{name}-{c.sha[:10]}"
+    rng = random.Random(f"{opts.seed}:{c.sha}")
+    cut = None
+    if opts.held_out == "split":
+        texts = {f: (work / f).read_text(encoding="utf-8") for f in verdict["verify_files"]}
+        got = held_out.split(failures, texts, rng)
+        if not isinstance(got, str):
+            cut = got
+            failures = [got.first, *failures[1:]]
+    f = failures[0]
+    sources = list(before)
+    summary = fix.summary_line(c.subject, c.body)
+    # What the developer has: every file of the workspace, its name and its text.
+    seen = "\n".join(
+        f"{rel}\n{p.read_text(encoding='utf-8', errors='replace')}"
+        for rel, p in workspace_paths(work)
+    )
+    introduced = fix.new_identifiers("\n".join(e.new for e in edits), seen)
+    text = fix.instruction(summary, f, sources, introduced, rng)
+    if fix.leaks(text, introduced):
+        return {"verdict": "instruction_leaks", "words": fix.leaks(text, introduced)}
+    trace = [{"step": 1, "tool_called": "jest_run", "tool_args": {"test_file": f.test_file}}]
+    trace += [{"tool_called": "file_read", "tool_args": {"file": s}} for s in sources]
+    trace += [
+        {"tool_called": "file_edit", "tool_args": {"file": e.file, "old": e.old, "new": e.new}}
+        for e in edits
+    ]
+    trace = [{**st, "step": i, "execution_result": {}} for i, st in enumerate(trace, 1)]
+    for tf, t in (cut.stripped if cut else {}).items():
+        box.sb.write_file(tf, t.encode())
+    steps = replay_steps(box.sb, trace, where=sid)
+    if any(s["execution_result"].get("status") != "ok" for s in steps[1:]):
+        return {"verdict": "reference_fails"}
+    sess: dict[str, Any] = {
+        "session_id": sid,
+        "intent": fix.intent(summary, f.message),
+        "user_instruction": text,
+        "ide_context": {
+            "open_files": [f.test_file, *sources],
+            "cursor_position": {"file": f.test_file, "line": f.line, "column": f.column},
+            "git_status": "clean",
+            "viewport": {"scroll_top_line": max(0, f.line - 12)},
+        },
+        "execution_trace": steps,
+        "final_output": f"Changed {' and '.join(sources)} as commit {c.sha[:10]} did; "
+        f"{', '.join(verdict['verify_files'])} pass.",
+        "verify": {"test_files": verdict["verify_files"]},
+        "cursor_target": fix.cursor_target(edits[0], before[edits[0].file]),
+        "provenance": {
+            "repo": name,
+            "commit": c.sha,
+            "parent": c.parent,
+            "date": c.date,
+            "author_sha256": c.author,
+            "subject": c.subject,
+        },  # fmt: skip
+        "fail_to_pass": verdict["fail_to_pass"],
+        "pass_to_pass": len(verdict["pass_to_pass"]),
+    }
+    ws = out / "workspaces" / sid
+    shutil.rmtree(ws, ignore_errors=True)
+    shutil.copytree(work, ws)
+    for tf, t in (cut.stripped if cut else {}).items():
+        (ws / tf).write_text(t, encoding="utf-8")
+    if cut is not None:
+        sess["held_out_tests"] = f"held_out/{sid}"
+        for tf, t in cut.whole.items():
+            (out / sess["held_out_tests"] / tf).parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(out / sess["held_out_tests"] / tf, t)
+    held = {"tests": cut.held} if cut else {}
+    return {"verdict": "kept", "session": sess, "flaky": verdict["flaky"], "held_out": held}
+
+
+def _suite_yaml(name: str, opts: MineOptions, longest: int) -> str:
+    k = max(3, longest)
+    meta = {
+        "name": f"{name}-mined",
+        "description": f"Sessions mined by `etai suite mine` from {name}'s history: each a real "
+        f"commit whose tests fail at its parent and pass at the commit in all {opts.runs} runs.",
+        # k covers the longest reference, so that the oracle's PA@k says whether every one holds.
+        "defaults": {"k": k, "max_steps": max(10, k)},
+        "sandbox": {"env": dict(opts.env), "node_modules": "deps", "timeout_s": opts.timeout_s},
+    }
+    return yaml.safe_dump(meta, sort_keys=False)
+
+
+def _summary(name: str, rows: list[dict], scanned: int, seconds: float) -> dict[str, Any]:
+    candidates = [r for r in rows if r["verdict"] not in ("not_a_candidate", "outside_dates")]
+    kept = [r for r in candidates if r["verdict"] == "kept"]
+    return {
+        "project": name,
+        "commits_scanned": scanned,
+        "candidates": len(candidates),
+        "kept": len(kept),
+        "skipped": dict(sorted(Counter(r["verdict"] for r in candidates if r not in kept).items())),
+        "per_intent": dict(Counter(r["session"]["intent"] for r in kept)),
+        "held_out": sum(1 for r in kept if r.get("held_out")),
+        "flaky_tests_left_out": sum(len(r.get("flaky") or []) for r in candidates),
+        "mine_seconds": round(seconds, 1),
+        "seconds_spent": round(sum(r.get("seconds", 0) for r in rows), 1),
+    }

@@ -1,0 +1,195 @@
+"""`etai suite mine`'s parts that need no sandbox: a fix as edits, the cursor target, the instruction
+rule, FAIL_TO_PASS over runs, and the git side on a real history (a bundle of
+../shared/realrepos-history, read in place)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from harness.agents.etai_format import Action
+from harness.authoring.build.compose import Failure
+from harness.authoring.mine import fix, history
+from harness.authoring.mine.mine import MineOptions, _skip_reason, fail_to_pass
+from harness.base.errors import InputError
+from harness.runs.loop import edit_cursor
+
+HISTORY = Path(__file__).resolve().parents[3] / "shared" / "realrepos-history"
+
+
+def _apply_all(text: str, edits: list[fix.Edit]) -> str:
+    for e in edits:
+        assert text.count(e.old) == 1, e  # each old is unique in the file as it is then
+        text = fix.apply(text, e)
+    return text
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        ("a\nb\nc\n", "a\nB\nc\n"),  # one changed line
+        ("x = 1\ny = 2\nx = 1\n", "x = 1\ny = 3\nx = 1\n"),
+        ("x\nx\nx\n", "x\nx\ny\nx\n"),  # an insertion among repeated lines needs context
+        ("f()\nf()\n", "f()\n"),  # a deletion of one of two equal lines
+        ("one\n", "zero\none\ntwo\n"),  # insertions at both ends
+        ("a\nb\nc\nd\ne\nf\n", "A\nb\nc\nd\ne\nF\n"),  # two hunks, applied in order
+    ],
+)
+def test_edits_rebuild_the_commit_from_the_parent(before, after):
+    edits = fix.edits("lib/x.js", before, after)
+    assert edits and all(e.old for e in edits)  # file_edit refuses an empty old
+    assert _apply_all(before, edits) == after
+
+
+def test_changes_a_few_lines_apart_are_one_edit():
+    lines = [f"line{i}" for i in range(20)]
+    near = list(lines)
+    near[3], near[6] = "X", "Y"
+    far = list(lines)
+    far[3], far[15] = "X", "Y"
+    before = "\n".join(lines)
+    assert len(fix.edits("a.js", before, "\n".join(near))) == 1
+    assert len(fix.edits("a.js", before, "\n".join(far))) == 2
+    assert fix.changed_lines(before, "\n".join(far)) == 4
+
+
+class _File:
+    """What edit_cursor reads of a sandbox: one file (the rule is pure; no container needed)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def read_file(self, path: str) -> bytes:
+        return self.text.encode()
+
+
+@pytest.mark.parametrize(
+    "before, after, line, column",
+    [
+        ("let a = 1;\nif (a < n) go();\n", "let a = 1;\nif (a <= n) go();\n", 2, 8),
+        ("a();\nb();\n", "a();\nx();\nb();\n", 1, 5),  # an insertion: the line above's end
+    ],
+)
+def test_the_cursor_target_is_where_the_scorer_places_the_first_edit(before, after, line, column):
+    first = fix.edits("lib/x.js", before, after)[0]
+    got = fix.cursor_target(first, before)
+    assert got == {"file": "lib/x.js", "line": line, "column": column, "placement": "before"}
+    action = Action("file_edit", {"file": first.file, "old": first.old, "new": first.new})
+    scored = edit_cursor(_File(before), action)
+    assert (scored.file, scored.line, scored.column) == (first.file, line, column)
+
+
+def test_the_instruction_never_names_what_only_the_fix_introduces():
+    workspace = "function parse(x) { return x }\ntest('parses dates', () => parse('1'))"
+    introduced = fix.new_identifiers(
+        "function parseStrict(x) { return normalizeInput(x) }", workspace
+    )
+    assert introduced == {"parseStrict", "normalizeInput"}
+    f = Failure("test/parse.test.js", "parses dates", "expected 1", 3, 5)
+    rng = random.Random(0)
+    leaking = fix.instruction("Use normalizeInput in parse", f, ["lib/parse.js"], introduced, rng)
+    assert not fix.leaks(leaking, introduced) and "normalizeInput" not in leaking
+    assert "parses dates" in leaking and "lib/parse.js" in leaking
+    sound = fix.instruction("Parse dates strictly", f, ["lib/parse.js"], introduced, rng)
+    assert sound.startswith("Parse dates strictly") or "Parse dates strictly" in sound
+    assert fix.leaks("call parseStrict()", introduced) == ["parseStrict"]
+
+
+@pytest.mark.parametrize(
+    "subject, body, want",
+    [
+        (
+            "Fix missing 'field' property in custom validator. Fix #109",
+            "",
+            "Fix missing 'field' property in custom validator",
+        ),
+        ("fix(array): keep empty items (#1234)", "", "Keep empty items"),
+        (
+            "Merge pull request #104 from someone/master",
+            "Add messages to array rule\n\nmore",
+            "Add messages to array rule",
+        ),
+    ],
+)
+def test_the_summary_line_is_what_the_commit_says_it_does(subject, body, want):
+    assert fix.summary_line(subject, body) == want
+
+
+def test_intent_from_what_the_commit_and_the_failure_say():
+    assert fix.intent("Fix regexp of email rule", "") == "fix_regex"
+    assert fix.intent("Handle time zones in diff", "") == "fix_date_handling"
+    assert fix.intent("Keep default values", "TypeError: Cannot read properties of undefined") == (
+        "debug_runtime_error"
+    )
+    assert fix.intent("Allow multiple flags", "expected 2") == "fix_test_failure"
+
+
+def _runs(*statuses: dict) -> list[dict]:
+    return list(statuses)
+
+
+def test_fail_to_pass_needs_every_run_on_both_sides():
+    parent = _runs(
+        {"t.js::a": "failed", "t.js::b": "passed"}, {"t.js::b": "passed"}
+    )  # a: absent once
+    commit = _runs(
+        {"t.js::a": "passed", "t.js::b": "passed"}, {"t.js::a": "passed", "t.js::b": "passed"}
+    )
+    got = fail_to_pass(parent, commit)
+    assert got["fail_to_pass"] == ["t.js::a"] and got["pass_to_pass"] == ["t.js::b"]
+    assert got["verify_files"] == ["t.js"]
+    flaky = fail_to_pass(parent, _runs({"t.js::a": "passed"}, {"t.js::a": "failed"}))
+    assert flaky["verdict"] == "flaky"
+    mixed_parent = _runs({"t.js::a": "passed"}, {"t.js::a": "failed"})
+    only_a = _runs({"t.js::a": "passed"}, {"t.js::a": "passed"})
+    assert fail_to_pass(mixed_parent, only_a)["verdict"] == "flaky"
+    assert fail_to_pass(commit, commit)["verdict"] == "no_failing_test"
+
+
+def test_a_file_with_a_test_failing_at_the_commit_cannot_verify():
+    parent = _runs({"t.js::a": "failed", "t.js::c": "failed"})
+    commit = _runs({"t.js::a": "passed", "t.js::c": "failed"})
+    assert fail_to_pass(parent, commit)["verdict"] == "fails_at_commit"
+    # ... unless the failing test lives in another file, which the verification does not run
+    commit = _runs({"t.js::a": "passed", "u.js::c": "failed"})
+    assert fail_to_pass(_runs({"t.js::a": "failed"}), commit)["verify_files"] == ["t.js"]
+
+
+def test_test_paths_and_test_files():
+    assert history.is_test_path("test/helpers/deep-extend.js")
+    assert history.is_test_path("src/__tests__/x.js") and history.is_test_path("lib/a.spec.ts")
+    assert not history.is_test_path("package.json") and not history.is_test_path("lib/rules/a.js")
+    assert history.is_test_file("tests/command.action.test.js")
+    assert not history.is_test_file("test/helpers/deep-extend.js")
+
+
+@pytest.fixture(scope="module")
+def commander():
+    bundle = HISTORY / "commander.js.bundle"
+    if not bundle.is_file():
+        pytest.fail(f"{bundle} is missing: the realrepos-history bundles are the test's input")
+    return history.open_repo(bundle)
+
+
+def test_candidates_of_a_real_history(commander):
+    found = history.commits(commander, "395cf714~30..395cf714")
+    assert len(found) == 30 and all(c.parent and len(c.sha) == 40 for c in found)
+    assert found[-1].sha.startswith("395cf714")
+    opts = MineOptions(src=("lib", "index.js"))
+    reasons = {c.sha: _skip_reason(c, opts) for c in found}
+    tried = [c for c in found if reasons[c.sha] is None]
+    assert tried, "a real history of 30 commits has fixes with tests"
+    for c in tried:
+        assert c.sources(opts.src) and any(history.is_test_file(t.path) for t in c.tests())
+    c = tried[0]
+    text = history.read(commander, c.parent, c.sources(opts.src)[0].path).decode()
+    assert text and "author" not in {c.author} and len(c.author) == 12
+
+
+def test_a_range_that_is_not_there_is_input_error(commander, tmp_path):
+    with pytest.raises(InputError):
+        history.commits(commander, "no-such-rev..HEAD")
+    with pytest.raises(InputError, match="no such folder"):
+        history.open_repo(tmp_path / "missing.bundle")

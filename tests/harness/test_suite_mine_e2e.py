@@ -1,0 +1,108 @@
+"""`etai suite mine` end to end on a real history: commander.js's bundle in
+../shared/realrepos-history, with the dependencies of ../shared/realrepos/commander (both read in
+place), mined in the sandbox until 5 commits are kept; then the oracle must reach green on every
+session within its own reference and the do-nothing agent on none. In make test (`make
+mined-suites` mines more)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.authoring.mine import fix
+from harness.cli import main
+from harness.runs.runner import run
+from harness.session.intents import INTENTS
+from harness.session.workspace import workspace_paths
+from harness.suites.load import load_suite
+
+
+def _realrepos() -> Path:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "real_suites.py"
+    spec = importlib.util.spec_from_file_location("real_suites", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.find_realrepos()  # beside the checkout or its origin, or $ETAI_REALREPOS
+
+
+BUNDLE = _realrepos().parent / "realrepos-history" / "commander.js.bundle"
+DEPS = _realrepos() / "commander"
+# Commits before commander v14.0.0 (its tests under Jest 29, as realrepos/commander's are); the
+# range holds five kept fixes among its first candidates, so the slice stays a few minutes.
+RANGE = "395cf714~80..395cf714"
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(2400)]
+
+
+@pytest.fixture(scope="module")
+def mined(tmp_path_factory, image):
+    for p in (BUNDLE, DEPS / "package-lock.json"):
+        if not p.is_file():
+            pytest.fail(f"{p} is missing: the shared realrepos folders are the test's input")
+    out = tmp_path_factory.mktemp("mined") / "commander"
+    argv = ["suite", "mine", str(BUNDLE), "--out", str(out), "--range", RANGE]
+    argv += ["--deps", str(DEPS), "--max", "5", "--no-progress"]
+    assert main(argv) == 0
+    rows = (out / "commits.jsonl").read_text()
+    assert main(argv) == 0  # the same command resumes: nothing is tried twice
+    assert (out / "commits.jsonl").read_text() == rows
+    return out
+
+
+def _rows(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "commits.jsonl").read_text().splitlines()]
+
+
+def test_mined_sessions_start_at_the_parent_and_replay_the_real_fix(mined):
+    suite = load_suite(mined)
+    assert len(suite.sessions) >= 5
+    kept = {r["session"]["session_id"]: r for r in _rows(mined) if r["verdict"] == "kept"}
+    for s in suite.sessions:
+        assert s.intent in INTENTS
+        run1, *reads_and_edits = s.execution_trace
+        assert run1.tool_called == "jest_run" and run1.execution_result["status"] == "failed"
+        assert run1.tool_args["test_file"] in s.verify_files
+        reads = [x for x in reads_and_edits if x.tool_called == "file_read"]
+        edits = [x for x in reads_and_edits if x.tool_called == "file_edit"]
+        assert reads and edits and all(x.execution_result["status"] == "ok" for x in edits)
+        # The workspace is the parent's source: each read shows it, the edits make the commit's.
+        texts = {
+            x.tool_args["file"]: (s.workspace / x.tool_args["file"]).read_text() for x in reads
+        }
+        for x in reads:
+            assert x.execution_result["content"] == texts[x.tool_args["file"]]
+        assert s.cursor_target.file == edits[0].tool_args["file"]
+        # The instruction names a failing test and nothing only the fix introduces.
+        failing = {f["name"] for f in run1.execution_result["failed_tests"]}
+        assert any(name in s.user_instruction for name in failing)
+        workspace = "\n".join(  # the rule's "known": each file's name and text
+            f"{rel}\n{p.read_text(errors='replace')}" for rel, p in workspace_paths(s.workspace)
+        )
+        added = "\n".join(x.tool_args["new"] for x in edits)
+        assert fix.leaks(s.user_instruction, fix.new_identifiers(added, workspace)) == []
+        prov = s.raw["provenance"]
+        assert prov["repo"] == "commander.js" and s.session_id.endswith(prov["commit"][:10])
+        assert "author" not in prov and len(prov["author_sha256"]) == 12
+        held = kept[s.session_id]["held_out"].get("tests", [])
+        shown = json.dumps([s.user_instruction, s.raw["ide_context"], s.raw["execution_trace"]])
+        for tid in held:  # a held-out test is run at the final verification, never shown
+            file, name = tid.split("::", 1)
+            assert name not in shown and file in s.held_out
+    summary = json.loads((mined / "summary.json").read_text())
+    assert summary["kept"] == len(suite.sessions) and summary["candidates"] > summary["kept"]
+    assert summary["commits_scanned"] == 80 and summary["skipped"], summary
+
+
+def test_oracle_green_within_its_reference_and_noop_never(mined):
+    suite = load_suite(mined)
+    k = suite.defaults["k"]
+    assert k >= max(len(s.execution_trace) for s in suite.sessions)
+    summary = run(str(mined), ["oracle", "noop"], out=mined.parent / "run", progress=False)
+    oracle, noop = summary["agents"]["oracle"], summary["agents"]["noop"]
+    assert oracle["reference_broken"] == [] and oracle["n_infra_error"] == 0
+    assert oracle["path_accuracy"][k] == 1.0
+    assert noop["path_accuracy"][k] == 0.0 and noop["pass_at_k"][1] == 0.0
+    assert oracle["cursor"]["mean_px"] == 0.0  # the real fix starts at cursor_target
