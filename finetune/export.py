@@ -67,21 +67,29 @@ def gathered_state(model: Any) -> dict[str, Any] | None:
     return model.state_dict() if dist.get_global_rank() == 0 else None
 
 
-def plain_lm(model: Any, state: dict[str, Any] | None, *, merge_lora: bool) -> Any:
+def plain_lm(
+    model: Any, state: dict[str, Any] | None, *, merge_lora: bool, detach: bool = False
+) -> Any:
     """A transformers model to save: the live LM when it is not sharded (a peft model merged into
-    a copy when ``merge_lora``), else a CPU copy rebuilt on rank 0 from ``state``."""
+    a copy when ``merge_lora``), else a CPU copy rebuilt on rank 0 from ``state``.
+
+    ``detach``: always a CPU copy that shares no memory with the model, built from ``state``,
+    which must then be detached already (``_detached``), or for a peft model a deep copy of the LM.
+    """
     lm = model.lm
     peft = hasattr(lm, "merge_and_unload")
-    if not is_fsdp(model):
-        if peft and merge_lora:
-            import copy
+    if is_fsdp(model):
+        if peft:
+            raise NotImplementedError(
+                "exporting or evaluating a LoRA model under FSDP is not supported"
+            )
+    elif peft and (merge_lora or detach):
+        import copy
 
-            return copy.deepcopy(lm).merge_and_unload()
+        lm = copy.deepcopy(lm).to("cpu") if detach else copy.deepcopy(lm)
+        return lm.merge_and_unload() if merge_lora else lm
+    elif not detach:
         return lm
-    if peft:
-        raise NotImplementedError(
-            "exporting or evaluating a LoRA model under FSDP is not supported"
-        )
     weights = {k[len("lm.") :]: v for k, v in (state or {}).items() if k.startswith("lm.")}
     return lm_from_state(lm, weights)
 
@@ -221,14 +229,10 @@ def snapshot_hf(
     state = gathered_state(model)
     if state is None:
         return None
-    if detach:
-        state = _detached(model, state)
     tokenizer = tokenizer if tokenizer is not None else model.tokenizer
     if detach:
-        tokenizer = copy.deepcopy(tokenizer)
-        lm = _detached_lm(model, state)
-    else:
-        lm = plain_lm(model, state, merge_lora=True)
+        state, tokenizer = _detached(model, state), copy.deepcopy(tokenizer)
+    lm = plain_lm(model, state, merge_lora=True, detach=detach)
     return Snapshot(lm, tokenizer, head_tensors(state) if heads else None, max_result_chars)
 
 
@@ -260,21 +264,6 @@ def _detached(model: Any, state: dict[str, Any]) -> dict[str, Any]:
         shared = v.untyped_storage().data_ptr() in live
         out[k] = v.to("cpu", copy=True) if shared else v.to("cpu")
     return out
-
-
-def _detached_lm(model: Any, state: dict[str, Any]) -> Any:
-    """A CPU copy of the LM holding ``state``'s (detached) weights, LoRA merged in."""
-    lm = model.lm
-    if hasattr(lm, "merge_and_unload"):
-        if is_fsdp(model):
-            raise NotImplementedError(
-                "exporting or evaluating a LoRA model under FSDP is not supported"
-            )
-        import copy
-
-        return copy.deepcopy(lm).to("cpu").merge_and_unload()
-    weights = {k[len("lm.") :]: v for k, v in state.items() if k.startswith("lm.")}
-    return lm_from_state(lm, weights)
 
 
 def _marker_ids(tokenizer: Any, markers: tuple[str, ...]) -> list[int]:

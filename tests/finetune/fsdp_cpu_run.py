@@ -1,7 +1,8 @@
 """Run by tests/finetune/test_fsdp.py under ``composer -n 2``: the tiny-cpu config through
 Composer's own FSDP path on CPU (gloo), then a JSON report per rank of what FSDP made of it and,
 with ``export.folder`` set, the trained LM's logits for a fixed input (``trained_logits.pt``,
-rank 0) to compare the export with, and each rank's gathered copy's (``gathered_logits<r>.pt``).
+rank 0) to compare the export with, each rank's gathered copy's (``gathered_logits<r>.pt``), and
+a detached snapshot written after the weights changed (``hf-detached``, ``detached_export``).
 
 One substitution, and why: Composer 0.32.1's ``prepare_fsdp_module`` passes
 ``device_id=torch.cuda.current_device()`` to FullyShardedDataParallel unconditionally, which
@@ -96,7 +97,8 @@ def main() -> None:
     trainer.fit()
     out.mkdir(parents=True, exist_ok=True)
     (out / f"rank{dist.get_global_rank()}.json").write_text(json.dumps(report(trainer, probe)))
-    if any(type(cb).__name__ == "ExportHF" for cb in trainer.state.callbacks):
+    export = [cb for cb in trainer.state.callbacks if type(cb).__name__ == "ExportHF"]
+    if export:
         from finetune.export import full_lm
 
         logits = trained_logits(trainer)  # what the exported folder must reproduce
@@ -106,7 +108,29 @@ def main() -> None:
         with torch.no_grad():
             copy = full_lm(trainer.state.model)(input_ids=PROBE, use_cache=False).logits
         torch.save(copy.float(), out / f"gathered_logits{dist.get_global_rank()}.pt")
+        detached_export(trainer, out, export[0].max_result_chars)
     trainer.close()
+
+
+def detached_export(trainer, out: Path, max_result_chars: int) -> None:
+    """HarnessEval's asynchronous export (finetune/callbacks.py): a detached snapshot on every
+    rank, then the weights change in place as an optimizer step would before rank 0 writes it to
+    ``hf-detached``; and the changed model's logits (``changed_logits.pt``), which the folder
+    must not have. Under FSDP the gathered state is a copy with or without ``detach``
+    (finetune/export.py, ``_detached``): what ``detach`` adds here is the tokenizer's copy."""
+    from finetune.export import agent_model, snapshot_hf
+
+    snapshot = snapshot_hf(trainer.state, None, max_result_chars=max_result_chars, detach=True)
+    assert (snapshot is None) == (dist.get_global_rank() != 0)
+    assert snapshot is None or snapshot.tokenizer is not agent_model(trainer.state).tokenizer
+    with torch.no_grad():
+        for p in trainer.state.model.parameters():  # each rank's own shard
+            p.add_(1.0)
+    if snapshot is not None:
+        snapshot.write(out / "hf-detached")
+    changed = trained_logits(trainer)  # collective: after rank 0's write
+    if dist.get_global_rank() == 0:
+        torch.save(changed, out / "changed_logits.pt")
 
 
 if __name__ == "__main__":

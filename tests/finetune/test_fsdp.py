@@ -193,8 +193,9 @@ def test_two_rank_fsdp_export_loads_back_with_the_trained_logits(
     """export.folder at FIT_END under FULL_SHARD (a tiny Llama: RoPE buffers, untied head): the
     full state gathered by torch's distributed state-dict API, rebuilt on rank 0 from the meta
     device, written with safetensors, and transformers loads it back with the logits the trained
-    FSDP model gives (and so does the plain copy each rank gathers for generation). Before #34
-    rank 0 died in torch's state-dict hook (SIGSEGV)."""
+    FSDP model gives (and so do the plain copy each rank gathers for generation, and a detached
+    snapshot written after the weights changed in place). Before #34 rank 0 died in torch's
+    state-dict hook (SIGSEGV)."""
     from safetensors import safe_open
     from transformers import AutoModelForCausalLM
 
@@ -219,6 +220,18 @@ def test_two_rank_fsdp_export_loads_back_with_the_trained_logits(
     for rank in (0, 1):
         gathered = torch.load(tmp_path / "report" / f"gathered_logits{rank}.pt")
         assert torch.equal(gathered, trained["logits"])
+    # a detached snapshot (the asynchronous evaluation's) written after the weights changed in
+    # place holds the trained weights, the ones the plain export wrote
+    detached = tmp_path / "report" / "hf-detached"
+    changed = torch.load(tmp_path / "report" / "changed_logits.pt")
+    assert not torch.equal(changed, trained["logits"])  # the change reached the FSDP model
+    lm = AutoModelForCausalLM.from_pretrained(detached).eval()
+    with torch.no_grad():
+        assert torch.equal(lm(input_ids=trained["input_ids"]).logits, trained["logits"])
+    for name in ("model.safetensors", "etai_heads.safetensors"):
+        with safe_open(str(folder / name), "pt") as a, safe_open(str(detached / name), "pt") as b:
+            assert set(a.keys()) == set(b.keys())
+            assert all(torch.equal(a.get_tensor(k), b.get_tensor(k)) for k in a.keys())
 
 
 @pytest.mark.slow
