@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             src=tuple(proj["src"]),
             env=tuple(sorted(proj["env"].items())),
             deps=str(realrepos / name),
+            resolve_lockfile=True,  # dinero's copy has none (upstream keeps a yarn.lock)
             name=name,
         )
         t0 = time.monotonic()
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         except EtaiError as e:  # one project that cannot be mined does not stop the rest
             rows.append({"project": name, "error": f"not mined: {e}"})
             continue
-        row = {"project": name, **s, "wall_s": round(time.monotonic() - t0)}
+        row = {**s, "project": name, "wall_s": round(time.monotonic() - t0)}  # corpus's name
         if not args.no_replay and s["kept"]:
             t0 = time.monotonic()
             try:

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from harness.authoring.build import compose, held_out, mutants
+from harness.authoring.node_path import add_module_paths, split_node_path
 from harness.authoring.record import replay_steps
 from harness.base.errors import InputError, SandboxDead
 from harness.base.progress import bar as progress_bar
@@ -281,6 +282,8 @@ def build(
         )
     if opts.runs < 1:
         raise InputError(f"must be at least 1, got {opts.runs}", where="--runs")
+    env, module_paths = split_node_path(opts.env)  # before anything is written
+    opts = dataclasses.replace(opts, env=env)
     src = opts.src or _default_src(project)
     files = mutants.source_files(project, list(src))
     if not files:
@@ -289,7 +292,7 @@ def build(
     # One build per folder at a time, held as `etai run` holds its run folder: two builds on one
     # --out would each append every verdict to mutants.jsonl (70 lines for 35 mutants).
     with RunFolder(out):
-        return _build(project, out, opts, files, t0, progress=progress, log=log)
+        return _build(project, out, opts, files, t0, module_paths, progress=progress, log=log)
 
 
 def _build(
@@ -298,6 +301,7 @@ def _build(
     opts: BuildOptions,
     files: dict[str, str],
     t0: float,
+    module_paths: tuple[str, ...],
     *,
     progress: bool,
     log: Callable[[str], None],
@@ -305,6 +309,7 @@ def _build(
 
     name = project.name
     _snapshot(project, out / "base")
+    add_module_paths(out / "base", module_paths)
     if not has_lockfile(out / "base"):
         resolve_lockfile(out / "base", log=log)
     deps = node_modules(out / "base", log=log)

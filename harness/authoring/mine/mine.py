@@ -27,6 +27,7 @@ import yaml
 from harness.authoring.build import held_out
 from harness.authoring.build.build import Box, append_row, failure_records, read_rows
 from harness.authoring.mine import fix, history
+from harness.authoring.node_path import add_module_paths, split_node_path
 from harness.authoring.record import replay_steps
 from harness.base.errors import InputError, SandboxDead
 from harness.base.progress import bar as progress_bar
@@ -59,6 +60,7 @@ class MineOptions:
     held_out: str = "split"
     resolve_lockfile: bool = False
     name: str | None = None  # the project's name in session ids (default: the folder's or bundle's)
+    module_paths: tuple[str, ...] = ()  # Jest modulePaths each workspace gets (from NODE_PATH)
 
 
 def mine(
@@ -71,6 +73,8 @@ def mine(
 ) -> dict[str, Any]:
     if opts.runs < 1:
         raise InputError(f"must be at least 1, got {opts.runs}", where="--runs")
+    env, paths = split_node_path(opts.env)  # NODE_PATH=./ jest: Jest's modulePaths instead
+    opts = dataclasses.replace(opts, env=env, module_paths=opts.module_paths + paths)
     repo = history.open_repo(source)
     name = opts.name or Path(source).name.removesuffix(".bundle").removesuffix(".git")
     found = history.commits(repo, opts.rev_range)
@@ -194,6 +198,7 @@ def examine(
             else:
                 (work / t.path).parent.mkdir(parents=True, exist_ok=True)
                 (work / t.path).write_bytes(history.read(repo, c.sha, t.path))
+        add_module_paths(work, opts.module_paths)
         if sum(p.stat().st_size for _, p in workspace_paths(work)) > MAX_WORKSPACE_BYTES:
             return {**row, "verdict": "workspace_too_big"}
         tests = sorted(
