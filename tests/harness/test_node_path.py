@@ -138,8 +138,18 @@ def test_a_node_path_history_is_mined_and_replays(tmp_path, image, monkeypatch):
     _project(tmp_path / "fixed")
     test.write_text((tmp_path / "fixed" / "test" / "sum.test.js").read_text())
     _git(repo, "commit", "-qam", "fix: add adds")
+    # A later commit whose new test uses an API Jest 29 no longer has: skipped, and counted so.
+    (repo / "lib" / "sum.js").write_text(
+        "// Sums with add.\n" + (repo / "lib" / "sum.js").read_text()
+    )
+    (repo / "test" / "old.test.js").write_text(
+        "const add = require.requireActual('lib/add');\n\ntest('old', () => {\n"
+        "  expect(add(1, 1)).toBe(2);\n});\n"
+    )
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "sum: a comment and an old-style test")
     out = tmp_path / "mined"
-    argv = ["suite", "mine", str(repo), "--out", str(out), "--range", "HEAD~1..HEAD"]
+    argv = ["suite", "mine", str(repo), "--out", str(out), "--range", "HEAD~2..HEAD"]
     argv += ["--src", "lib", "--runs", "1", "--env", "NODE_PATH=./", "--no-progress"]
     assert main(argv) == 0
     suite = load_suite(out)
@@ -152,6 +162,8 @@ def test_a_node_path_history_is_mined_and_replays(tmp_path, image, monkeypatch):
     # Failing on the bug (one of the two is held out), not on a module Jest could not find.
     assert failing and {f["name"] for f in failing} <= {"sums a list", "adds two"}
     assert not any("Cannot find module" in f["message"] for f in failing)
+    mined = json.loads((out / "summary.json").read_text())
+    assert mined["kept"] == 1 and mined["skipped"] == {"nothing_passes_at_commit": 1}, mined
     summary = run(str(out), ["oracle", "noop"], out=tmp_path / "run", progress=False)
     k = summary["k"]
     assert summary["agents"]["oracle"]["path_accuracy"][k] == 1.0
