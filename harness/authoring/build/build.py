@@ -112,7 +112,7 @@ class Box:
         close_quietly(self.sb)
 
 
-def _file_of(tid: str) -> str:
+def file_of(tid: str) -> str:
     """The test file of a test id (``file::full name``)."""
     return tid.split("::", 1)[0]
 
@@ -209,22 +209,22 @@ def evaluate(
         if not answer.get("report"):  # Jest failed as a whole, or its host died: no test verdicts
             return "no_report", {"reason": r.reason}
         # Only the baseline's test files count: a related run's wider roots may reach others.
-        known = {_file_of(t) for t in base["tests"]}
-        now = {t: st for t, st in _statuses(r).items() if _file_of(t) in known}
+        known = {file_of(t) for t in base["tests"]}
+        now = {t: st for t, st in _statuses(r).items() if file_of(t) in known}
         if {t for t, st in now.items() if st == "passed"} - ever:
             return "fixes_a_failing_test", {}
         ran = {tr["file"] for tr in answer["report"]["testResults"]} & known
-        killed = {t for t in passing if _file_of(t) in ran and now.get(t) != "passed"}
+        killed = {t for t in passing if file_of(t) in ran and now.get(t) != "passed"}
         if not killed:
             return "survived", {}
         # A session is verified by whole test files, every test of which must pass: a file that
         # holds a test failing in the baseline can never verify green (dayjs: 8 of 60 sessions
         # whose caught test shared test/plugin/timezone.test.js with a failing DST test).
-        unsound = {_file_of(t) for t in base["failing"]}
-        killed = {t for t in killed if _file_of(t) not in unsound}
+        unsound = {file_of(t) for t in base["failing"]}
+        killed = {t for t in killed if file_of(t) not in unsound}
         if not killed:
             return "caught_beside_a_failing_test", {}
-        files = sorted({_file_of(t) for t in killed})
+        files = sorted({file_of(t) for t in killed})
         for _ in range(base["runs"] - 1):
             again, _ = box.jest(files, timeout)
             killed = {t for t in killed if _statuses(again).get(t) != "passed"}

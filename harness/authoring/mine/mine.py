@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from harness.authoring.build import held_out
-from harness.authoring.build.build import Box, append_row, failure_records, read_rows
+from harness.authoring.build.build import Box, append_row, failure_records, file_of, read_rows
 from harness.authoring.mine import fix, history
 from harness.authoring.node_path import add_module_paths, split_node_path
 from harness.authoring.record import replay_steps
@@ -204,15 +204,32 @@ def examine(
         tests = sorted(
             t.path for t in c.tests() if history.is_test_file(t.path) and t.status != "D"
         )
-        return {**row, **_check(name, c, opts, limits, work, out, tests, before, after, edits)}
+        cand = Candidate(name, c, opts, work, out, tests, before, after, edits)
+        return {**row, **_check(cand, limits)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _check(name, c, opts, limits, work, out, tests, before, after, edits) -> dict[str, Any]:
-    box = Box(opts.sandbox, work, limits)
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """A commit under check: the parent's files with the commit's tests in ``work``, the source
+    files at the parent (``before``) and at the commit (``after``), and the fix as edits."""
+
+    name: str  # the project's, in session ids
+    commit: history.Commit
+    opts: MineOptions
+    work: Path
+    out: Path  # the suite folder
+    tests: list[str]  # the commit's test files
+    before: dict[str, str]
+    after: dict[str, str]
+    edits: list[fix.Edit]
+
+
+def _check(cand: Candidate, limits: Limits) -> dict[str, Any]:
+    box = Box(cand.opts.sandbox, cand.work, limits)
     try:
-        return _runs(name, c, opts, box, work, out, tests, before, after, edits)
+        return _runs(cand, box)
     except SandboxDead:
         return {"verdict": "timeout"}
     finally:
@@ -228,7 +245,8 @@ def _jest(box: Box, tests: list[str], timeout: float):
     return r, answer, None
 
 
-def _runs(name, c, opts, box, work, out, tests, before, after, edits) -> dict[str, Any]:
+def _runs(cand: Candidate, box: Box) -> dict[str, Any]:
+    opts, tests, before, after = cand.opts, cand.tests, cand.before, cand.after
     timeout = opts.timeout_s
     parent_runs, commit_runs, first = [], [], None
     for i in range(opts.runs):
@@ -260,7 +278,7 @@ def _runs(name, c, opts, box, work, out, tests, before, after, edits) -> dict[st
     failures = failure_records(
         r, answer, set(verdict["fail_to_pass"]), answer.get("workspace") or "/scratch/ws"
     )
-    return _session(name, c, opts, box, work, out, failures, verdict, before, after, edits)
+    return _session(cand, box, failures, verdict)
 
 
 def _tail(answer: dict) -> str:
@@ -281,20 +299,18 @@ def fail_to_pass(parent_runs: list[dict], commit_runs: list[dict]) -> dict[str, 
     flaky = sorted(t for t in ids if 0 < passes[t] < n or 0 < before[t] < m)
     if not f2p:
         return {"verdict": "flaky" if flaky else "no_failing_test", "flaky": flaky}
-    files = sorted({history_file(t) for t in f2p})
+    files = sorted({file_of(t) for t in f2p})
     # A verification runs whole files, every test of which must pass at the commit.
-    unsound = sorted(t for t in failed_at_commit if history_file(t) in files)
+    unsound = sorted(t for t in failed_at_commit if file_of(t) in files)
     if unsound:
         flaky_there = [t for t in unsound if passes[t] > 0]
         return {"verdict": "flaky" if flaky_there else "fails_at_commit", "tests": unsound[:5]}
     return {"fail_to_pass": f2p, "pass_to_pass": p2p, "flaky": flaky, "verify_files": files}
 
 
-def history_file(tid: str) -> str:
-    return tid.split("::", 1)[0]
-
-
-def _session(name, c, opts, box, work, out, failures, verdict, before, after, edits) -> dict:
+def _session(cand: Candidate, box: Box, failures: list, verdict: dict[str, Any]) -> dict:
+    name, c, opts, work, out = cand.name, cand.commit, cand.opts, cand.work, cand.out
+    before, edits = cand.before, cand.edits
     sid = f"{name}-{c.sha[:10]}"
     rng = random.Random(f"{opts.seed}:{c.sha}")
     cut = None
