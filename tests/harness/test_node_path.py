@@ -164,6 +164,9 @@ def test_a_node_path_history_is_mined_and_replays(tmp_path, image, monkeypatch):
     assert not any("Cannot find module" in f["message"] for f in failing)
     mined = json.loads((out / "summary.json").read_text())
     assert mined["kept"] == 1 and mined["skipped"] == {"nothing_passes_at_commit": 1}, mined
+    (old,) = [x for x in map(json.loads, (out / "commits.jsonl").read_text().splitlines())
+              if x["verdict"] == "nothing_passes_at_commit"]  # fmt: skip
+    assert "requireActual is not a function" in old["why"]  # what Jest said, not its heading
     summary = run(str(out), ["oracle", "noop"], out=tmp_path / "run", progress=False)
     k = summary["k"]
     assert summary["agents"]["oracle"]["path_accuracy"][k] == 1.0

@@ -266,8 +266,9 @@ def _runs(cand: Candidate, box: Box) -> dict[str, Any]:
             why = bad or r.reason
             return {"verdict": "does_not_run_at_commit", "why": why, "tail": _tail(answer)}
         if not any(t.status == "passed" for t in r.tests):  # e.g. an API the suite's Jest lacks
-            first = (r.failed_tests[0].message if r.failed_tests else r.reason or "")[:300]
-            return {"verdict": "nothing_passes_at_commit", "why": first, "tail": _tail(answer)}
+            why = [x.get("execError") for x in answer["report"].get("testResults", [])]
+            why = [str(x) for x in why if x] or [f.message for f in r.failed_tests] or [r.reason]
+            return {"verdict": "nothing_passes_at_commit", "why": str(why[0])[:300]}
         commit_runs.append({t.id: t.status for t in r.tests})
     for f, text in before.items():
         box.sb.write_file(f, text.encode())
