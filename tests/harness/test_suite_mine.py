@@ -193,3 +193,37 @@ def test_a_range_that_is_not_there_is_input_error(commander, tmp_path):
         history.commits(commander, "no-such-rev..HEAD")
     with pytest.raises(InputError, match="no such folder"):
         history.open_repo(tmp_path / "missing.bundle")
+
+
+def test_export_writes_plain_files_and_names_the_ones_a_snapshot_lacks(commander, tmp_path):
+    rev = "395cf714"
+    got = history.export_tree(commander, rev, tmp_path / "full")
+    entries = history._git(commander, "ls-tree", "-r", "-z", rev).split("\0")
+    names = [e.split("\t", 1)[1] for e in entries if e and e.split()[0] != "120000"]  # no links
+    files = {p.relative_to(tmp_path / "full").as_posix() for p in (tmp_path / "full").rglob("*")
+             if p.is_file()}  # fmt: skip
+    assert got == [] and files == {n for n in names if "node_modules" not in n.split("/")}
+    assert (tmp_path / "full" / "lib" / "command.js").read_bytes() == history.read(
+        commander, rev, "lib/command.js"
+    )
+    # A copy of the history without one file's content, as a fetched snapshot lacks large files.
+    import subprocess
+
+    clone = tmp_path / "clone.git"
+    subprocess.run(["git", "clone", "-q", "--bare", "--no-local", str(commander), str(clone)],
+                   check=True)  # fmt: skip
+    blob = history._git(clone, "rev-parse", f"{rev}:Readme.md").strip()
+    subprocess.run(["git", "-C", str(clone), "repack", "-adq"], check=True)
+    pack = next((clone / "objects" / "pack").glob("*.pack"))
+    objs = history._git(clone, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
+    keep = "".join(o + "\n" for o in objs.split() if o != blob)
+    for p in (clone / "objects" / "pack").iterdir():
+        p.unlink()
+    subprocess.run(["git", "-C", str(commander), "pack-objects", "-q", str(clone / "objects" /
+                    "pack" / "pack")], input=keep.encode(), check=True)  # fmt: skip
+    assert not pack.exists()
+    lacks = history.export_tree(clone, rev, tmp_path / "partial")
+    assert lacks == ["Readme.md"] and not (tmp_path / "partial" / "Readme.md").exists()
+    assert (tmp_path / "partial" / "lib" / "command.js").read_bytes() == (
+        tmp_path / "full" / "lib" / "command.js"
+    ).read_bytes()

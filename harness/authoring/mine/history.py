@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import io
 import re
 import subprocess
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -164,15 +162,42 @@ def read(repo: Path, rev: str, rel: str) -> bytes:
     return _git(repo, "show", f"{rev}:{rel}", text=False)  # type: ignore[return-value]
 
 
-def export_tree(repo: Path, rev: str, dest: Path) -> None:
-    """The files of ``rev`` written under ``dest`` (node_modules and .git never; links left out:
-    a workspace holds plain files)."""
-    data = _git(repo, "archive", "--format=tar", rev, text=False)
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:  # type: ignore[arg-type]
-        for m in tar.getmembers():
-            parts = PurePosixPath(m.name).parts
-            if not m.isfile() or SKIP_DIRS & set(parts) or ".." in parts:
-                continue
-            target = dest / m.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(tar.extractfile(m).read())  # type: ignore[union-attr]
+def export_tree(repo: Path, rev: str, dest: Path) -> list[str]:
+    """The files of ``rev`` written under ``dest`` (node_modules and .git never; links and
+    submodules left out: a workspace holds plain files). Returns the files whose content the
+    repository lacks (a snapshot may hold the names of its largest files alone), left out too."""
+    listing = _git(repo, "ls-tree", "-r", "-z", "--full-tree", rev, text=False)
+    files: list[tuple[str, str]] = []
+    for entry in listing.split(b"\0"):  # type: ignore[union-attr]
+        if not entry:
+            continue
+        meta, _, name = entry.partition(b"\t")
+        mode, kind, sha = meta.decode().split()
+        rel = name.decode("utf-8", errors="surrogateescape")
+        parts = PurePosixPath(rel).parts
+        if kind == "blob" and mode in ("100644", "100755") and not SKIP_DIRS & set(parts):
+            if ".." not in parts:
+                files.append((sha, rel))
+    # One git process for every blob, in order: "<sha> blob <size>\n<bytes>\n" or "<sha> missing".
+    batch = "".join(f"{sha}\n" for sha, _ in files).encode()
+    r = subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "--batch"], input=batch, capture_output=True
+    )
+    if r.returncode != 0:
+        raise InputError(
+            f"git cat-file: {r.stderr.decode(errors='replace')[:500]}", where=str(repo)
+        )
+    out, at, missing = r.stdout, 0, []
+    for _sha, rel in files:
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        at = end + 1
+        if header[-1] == b"missing":
+            missing.append(rel)
+            continue
+        size = int(header[2])
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(out[at : at + size])
+        at += size + 1
+    return missing

@@ -191,7 +191,9 @@ def examine(
     work = out / ".work" / c.sha[:12]
     shutil.rmtree(work, ignore_errors=True)
     try:
-        history.export_tree(repo, c.parent, work)
+        absent = history.export_tree(repo, c.parent, work)
+        if absent:  # a snapshot without its largest files: what it lacks is said in the row
+            row["absent_files"] = absent[:10]
         for t in c.tests():
             if t.status == "D":
                 (work / t.path).unlink(missing_ok=True)
