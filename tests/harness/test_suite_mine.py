@@ -227,3 +227,36 @@ def test_export_writes_plain_files_and_names_the_ones_a_snapshot_lacks(commander
     assert (tmp_path / "partial" / "lib" / "command.js").read_bytes() == (
         tmp_path / "full" / "lib" / "command.js"
     ).read_bytes()
+
+
+def test_a_commit_whose_jest_config_is_javascript_is_left_out_with_why(tmp_path):
+    """NODE_PATH, --entry and --map-module are written into a JSON config; a commit whose config is
+    a jest.config.js is left out with the reason, and the mine goes on (no sandbox is reached)."""
+    import subprocess
+
+    from harness.authoring.jest_config import JestAdditions
+    from harness.authoring.mine.mine import examine
+    from harness.sandbox import Limits
+
+    repo = tmp_path / "p"
+    (repo / "lib").mkdir(parents=True)
+    (repo / "test").mkdir()
+    (repo / "package.json").write_text('{"name": "p"}')
+    (repo / "jest.config.js").write_text("module.exports = {};\n")
+    (repo / "lib" / "a.js").write_text("module.exports = () => 1;\n")
+    (repo / "test" / "a.test.js").write_text("test('a', () => {});\n")
+    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.org", "GIT_COMMITTER_NAME": "a",
+           "GIT_COMMITTER_EMAIL": "a@example.org", "PATH": "/usr/bin:/bin"}  # fmt: skip
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "a"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True)
+    (repo / "lib" / "a.js").write_text("module.exports = () => 2;\n")
+    (repo / "test" / "a.test.js").write_text("test('a is 2', () => {});\n")
+    subprocess.run(["git", "commit", "-qam", "fix: a"], cwd=repo, env=env, check=True)
+    (c,) = history.commits(repo, "HEAD~1..HEAD")
+    opts = MineOptions(src=("lib",), sandbox="no-such-sandbox")
+    row = examine(repo, "p", c, opts, Limits(), tmp_path / "out", JestAdditions(("<rootDir>",)))
+    assert row["verdict"] == "config_not_json", row
+    assert "jest.config.js: add" in row["why"] and "modulePaths" in row["why"]
+    assert not (tmp_path / "out" / ".work").exists() or not any(
+        (tmp_path / "out" / ".work").iterdir()
+    )

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from harness.authoring.build import compose, held_out, mutants
-from harness.authoring.node_path import add_module_paths, split_node_path
+from harness.authoring.jest_config import JestAdditions, add_to_jest_config, additions
 from harness.authoring.record import replay_steps
 from harness.base.errors import InputError, SandboxDead
 from harness.base.progress import bar as progress_bar
@@ -52,6 +52,8 @@ class BuildOptions:
     seed: int = 0
     src: tuple[str, ...] = ()  # source folders/files; default: src/, lib/ or index.js
     env: tuple[tuple[str, str], ...] = ()  # the suite's sandbox variables (TZ, LANG, ...)
+    module_map: tuple[tuple[str, str], ...] = ()  # moduleNameMapper entries (jest_config.py)
+    entry: str | None = None  # package.json's main in the workspace (jest_config.py)
     per_file: int = 6
     per_function: int = 2
     timeout_s: float = 180.0
@@ -282,7 +284,7 @@ def build(
         )
     if opts.runs < 1:
         raise InputError(f"must be at least 1, got {opts.runs}", where="--runs")
-    env, module_paths = split_node_path(opts.env)  # before anything is written
+    env, adds = additions(opts.env, opts.module_map, opts.entry)  # before anything is written
     opts = dataclasses.replace(opts, env=env)
     src = opts.src or _default_src(project)
     files = mutants.source_files(project, list(src))
@@ -292,7 +294,7 @@ def build(
     # One build per folder at a time, held as `etai run` holds its run folder: two builds on one
     # --out would each append every verdict to mutants.jsonl (70 lines for 35 mutants).
     with RunFolder(out):
-        return _build(project, out, opts, files, t0, module_paths, progress=progress, log=log)
+        return _build(project, out, opts, files, t0, adds, progress=progress, log=log)
 
 
 def _build(
@@ -301,7 +303,7 @@ def _build(
     opts: BuildOptions,
     files: dict[str, str],
     t0: float,
-    module_paths: tuple[str, ...],
+    adds: JestAdditions,
     *,
     progress: bool,
     log: Callable[[str], None],
@@ -309,7 +311,7 @@ def _build(
 
     name = project.name
     _snapshot(project, out / "base")
-    add_module_paths(out / "base", module_paths)
+    add_to_jest_config(out / "base", adds)
     if not has_lockfile(out / "base"):
         resolve_lockfile(out / "base", log=log)
     deps = node_modules(out / "base", log=log)

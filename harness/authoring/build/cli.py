@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from harness.authoring.jest_config import parse_entry, parse_module_map
 from harness.base.errors import InputError
 from harness.base.tables import grid
 
@@ -33,6 +34,7 @@ def add_parser(suite_sub) -> None:
         "--env", action="append", default=[], metavar="NAME=VALUE",
         help="a variable every sandbox of the suite gets (repeatable; e.g. TZ=America/New_York)",
     )  # fmt: skip
+    add_map_module(b)
     b.add_argument("--per-file", type=int, default=6, help="kept mutants per file (default 6)")
     b.add_argument(
         "--per-function", type=int, default=2, help="kept mutants per function (default 2)"
@@ -62,6 +64,21 @@ def add_parser(suite_sub) -> None:
     b.set_defaults(func=_build)
 
 
+def add_map_module(p: argparse.ArgumentParser) -> None:
+    """--entry and --map-module, for tests that import the built package (jest_config.py)."""
+    p.add_argument(
+        "--entry", default=None, metavar="PATH",
+        help="the package's main in the workspace: for tests that import the built package by its "
+        "folder (`from '../'`; main under lib/ or dist/, which the sandbox does not build), e.g. "
+        "src/index sends them to the source",
+    )  # fmt: skip
+    p.add_argument(
+        "--map-module", action="append", default=[], metavar="REGEX=PATH",
+        help="a moduleNameMapper entry written into the workspace's JSON Jest config (repeatable), "
+        "e.g. '^redux$=<rootDir>/src' for tests that import the package by its name",
+    )  # fmt: skip
+
+
 def parse_env(pairs: list[str]) -> tuple[tuple[str, str], ...]:
     env = []
     for p in pairs:
@@ -88,6 +105,8 @@ def _build(args: argparse.Namespace) -> int:
         seed=args.seed,
         src=tuple(args.src or ()),
         env=parse_env(args.env),
+        module_map=parse_module_map(args.map_module),
+        entry=parse_entry(args.entry),
         per_file=args.per_file,
         per_function=args.per_function,
         sandbox=args.sandbox,

@@ -7,7 +7,8 @@ import json
 import re
 import sys
 
-from harness.authoring.build.cli import parse_env
+from harness.authoring.build.cli import add_map_module, parse_env
+from harness.authoring.jest_config import parse_entry, parse_module_map
 from harness.base.errors import InputError
 from harness.base.tables import grid
 
@@ -47,6 +48,7 @@ def add_parser(suite_sub) -> None:
         "--env", action="append", default=[], metavar="NAME=VALUE",
         help="a variable every sandbox of the suite gets (repeatable)",
     )  # fmt: skip
+    add_map_module(m)
     m.add_argument("--max-files", type=int, default=3, help="source files a fix changes (3)")
     m.add_argument("--max-hunks", type=int, default=6, help="hunks of a fix (6)")
     m.add_argument("--max-lines", type=int, default=60, help="source lines added+removed (60)")
@@ -98,6 +100,8 @@ def _mine(args: argparse.Namespace) -> int:
         seed=args.seed,
         src=tuple(args.src or MineOptions.src),
         env=parse_env(args.env),
+        module_map=parse_module_map(args.map_module),
+        entry=parse_entry(args.entry),
         deps=args.deps,
         max_files=args.max_files,
         max_hunks=args.max_hunks,

@@ -26,8 +26,8 @@ import yaml
 
 from harness.authoring.build import held_out
 from harness.authoring.build.build import Box, append_row, failure_records, file_of, read_rows
+from harness.authoring.jest_config import JestAdditions, add_to_jest_config, additions
 from harness.authoring.mine import fix, history
-from harness.authoring.node_path import add_module_paths, split_node_path
 from harness.authoring.record import replay_steps
 from harness.base.errors import InputError, SandboxDead
 from harness.base.progress import bar as progress_bar
@@ -60,7 +60,8 @@ class MineOptions:
     held_out: str = "split"
     resolve_lockfile: bool = False
     name: str | None = None  # the project's name in session ids (default: the folder's or bundle's)
-    module_paths: tuple[str, ...] = ()  # Jest modulePaths each workspace gets (from NODE_PATH)
+    module_map: tuple[tuple[str, str], ...] = ()  # moduleNameMapper entries (jest_config.py)
+    entry: str | None = None  # package.json's main in the workspace (jest_config.py)
 
 
 def mine(
@@ -73,8 +74,9 @@ def mine(
 ) -> dict[str, Any]:
     if opts.runs < 1:
         raise InputError(f"must be at least 1, got {opts.runs}", where="--runs")
-    env, paths = split_node_path(opts.env)  # NODE_PATH=./ jest: Jest's modulePaths instead
-    opts = dataclasses.replace(opts, env=env, module_paths=opts.module_paths + paths)
+    # NODE_PATH=./ jest becomes modulePaths; --entry and --map-module reach the source
+    env, adds = additions(opts.env, opts.module_map, opts.entry)
+    opts = dataclasses.replace(opts, env=env)
     repo = history.open_repo(source)
     name = opts.name or Path(source).name.removesuffix(".bundle").removesuffix(".git")
     found = history.commits(repo, opts.rev_range)
@@ -98,7 +100,7 @@ def mine(
             if opts.max_sessions is not None and kept >= opts.max_sessions:
                 break
             t_c = time.monotonic()
-            row = examine(repo, name, c, opts, limits, out)
+            row = examine(repo, name, c, opts, limits, out, adds)
             row["seconds"] = round(time.monotonic() - t_c, 2)
             append_row(out / "commits.jsonl", row)
             done[c.sha] = row
@@ -165,7 +167,13 @@ def _skip_reason(c: history.Commit, opts: MineOptions) -> str | None:
 
 
 def examine(
-    repo: Path, name: str, c: history.Commit, opts: MineOptions, limits: Limits, out: Path
+    repo: Path,
+    name: str,
+    c: history.Commit,
+    opts: MineOptions,
+    limits: Limits,
+    out: Path,
+    adds: JestAdditions = JestAdditions(),
 ) -> dict[str, Any]:
     """One commit's verdict row (with its session when kept)."""
     row: dict[str, Any] = {
@@ -200,7 +208,10 @@ def examine(
             else:
                 (work / t.path).parent.mkdir(parents=True, exist_ok=True)
                 (work / t.path).write_bytes(history.read(repo, c.sha, t.path))
-        add_module_paths(work, opts.module_paths)
+        try:
+            add_to_jest_config(work, adds)
+        except InputError as e:  # this commit's Jest config is JavaScript: a history changes
+            return {**row, "verdict": "config_not_json", "why": str(e)}
         if sum(p.stat().st_size for _, p in workspace_paths(work)) > MAX_WORKSPACE_BYTES:
             return {**row, "verdict": "workspace_too_big"}
         tests = sorted(

@@ -1,6 +1,7 @@
-"""A project tested with `NODE_PATH=./ jest` (harness/authoring/node_path.py): NODE_PATH leaves the
-suite's env and becomes Jest's modulePaths in the workspace's config; then a real build in the
-sandbox resolves the project's bare requires, and the suite loads."""
+"""What build and mine add to a workspace's Jest config (harness/authoring/jest_config.py): a project
+tested with `NODE_PATH=./ jest` (NODE_PATH leaves the suite's env and becomes Jest's modulePaths),
+and one whose tests import the built package (`--map-module` sends them to its source); then real
+builds and mines in the sandbox resolve what the project's tests require, and the suites replay."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.authoring.node_path import add_module_paths, split_node_path
+from harness.authoring.jest_config import (
+    JestAdditions,
+    add_to_jest_config,
+    parse_entry,
+    parse_module_map,
+    split_node_path,
+)
 from harness.base.errors import InputError
 from harness.cli import main
 from harness.runs.runner import run
@@ -32,19 +39,19 @@ def test_a_folder_outside_the_project_is_refused(value):
 def test_module_paths_go_into_package_json_jest_section_once(tmp_path):
     pkg = tmp_path / "package.json"
     pkg.write_text(json.dumps({"name": "p", "jest": {"testEnvironment": "node"}}))
-    add_module_paths(tmp_path, ("<rootDir>",))
-    add_module_paths(tmp_path, ("<rootDir>", "<rootDir>/lib"))
+    add_to_jest_config(tmp_path, JestAdditions(("<rootDir>",)))
+    add_to_jest_config(tmp_path, JestAdditions(("<rootDir>", "<rootDir>/lib")))
     jest = json.loads(pkg.read_text())["jest"]
     assert jest == {"testEnvironment": "node", "modulePaths": ["<rootDir>", "<rootDir>/lib"]}
     pkg.write_text(json.dumps({"name": "p"}))  # no section yet
-    add_module_paths(tmp_path, ("<rootDir>",))
+    add_to_jest_config(tmp_path, JestAdditions(("<rootDir>",)))
     assert json.loads(pkg.read_text())["jest"] == {"modulePaths": ["<rootDir>"]}
 
 
 def test_a_json_config_file_is_the_one_changed(tmp_path):
     (tmp_path / "package.json").write_text('{"name": "p"}')
     (tmp_path / "jest.config.json").write_text('{"verbose": true}')
-    add_module_paths(tmp_path, ("<rootDir>",))
+    add_to_jest_config(tmp_path, JestAdditions(("<rootDir>",)))
     assert json.loads((tmp_path / "jest.config.json").read_text())["modulePaths"] == ["<rootDir>"]
     assert json.loads((tmp_path / "package.json").read_text()) == {"name": "p"}
 
@@ -52,7 +59,7 @@ def test_a_json_config_file_is_the_one_changed(tmp_path):
 @pytest.mark.parametrize(
     ("files", "match"),
     [
-        ({"jest.config.js": "module.exports = {}"}, "jest.config.js: add modulePaths"),
+        ({"jest.config.js": "module.exports = {}"}, "jest.config.js: add"),
         ({"package.json": '{"jest": "./cfg.json"}'}, "not a Jest config object"),
         ({"package.json": "{not json"}, "cannot read it as JSON"),
         ({"package.json": '{"jest": {"modulePaths": "x"}}'}, "modulePaths is not a list"),
@@ -63,8 +70,84 @@ def test_configs_it_cannot_change_are_named(tmp_path, files, match):
         (tmp_path / name).write_text(text)
     before = {p.name: p.read_text() for p in tmp_path.iterdir()}
     with pytest.raises(InputError, match=match):
-        add_module_paths(tmp_path, ("<rootDir>",))
+        add_to_jest_config(tmp_path, JestAdditions(("<rootDir>",)))
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == before  # nothing half written
+
+
+def test_module_map_pairs_split_at_the_last_equals_sign():
+    pairs = [
+        "^(?=r)redux$=<rootDir>/src/index",
+        "^@p/(.*)$=<rootDir>/packages/$1/src",
+        "^a$=<rootDir>",
+    ]
+    assert parse_module_map(pairs) == (
+        ("^(?=r)redux$", "<rootDir>/src/index"),
+        ("^@p/(.*)$", "<rootDir>/packages/$1/src"),
+        ("^a$", "<rootDir>"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("pair", "match"),
+    [
+        ("^x$", "is not REGEX=PATH"),
+        ("=<rootDir>/src", "is not REGEX=PATH"),
+        ("^(x$=<rootDir>/src", "not a regular expression"),
+        ("^x$=src/index", "starting with <rootDir>"),
+        ("^x$=/etc/passwd", "starting with <rootDir>"),
+        ("^x$=<rootDir>/../outside", "starting with <rootDir>"),
+        ("^x$=<rootDir>src", "starting with <rootDir>"),
+        ("^\\.\\./?$=<rootDir>/src/index", "matches relative requests.*--entry"),
+        ("^\\.\\.(/index)?$=<rootDir>/src/index", "matches relative requests"),
+        ("x$=<rootDir>/src/x", "matches relative requests"),
+    ],
+)
+def test_a_bad_module_map_is_named(pair, match):
+    with pytest.raises(InputError, match=match) as e:
+        parse_module_map([pair])
+    assert e.value.where == "--map-module"
+
+
+def test_a_module_map_joins_the_projects_own_and_never_overrides_it(tmp_path):
+    pkg = tmp_path / "package.json"
+    pkg.write_text(json.dumps({"jest": {"moduleNameMapper": {"^a$": "<rootDir>/a"}}}))
+    adds = JestAdditions(("<rootDir>",), (("^\\.\\.$", "<rootDir>/src/index"),))
+    add_to_jest_config(tmp_path, adds)
+    add_to_jest_config(tmp_path, adds)  # idempotent
+    assert json.loads(pkg.read_text())["jest"] == {
+        "moduleNameMapper": {"^a$": "<rootDir>/a", "^\\.\\.$": "<rootDir>/src/index"},
+        "modulePaths": ["<rootDir>"],
+    }
+    before = pkg.read_text()
+    with pytest.raises(InputError, match="already maps '\\^a\\$' to '<rootDir>/a'"):
+        add_to_jest_config(tmp_path, JestAdditions(module_map=(("^a$", "<rootDir>/b"),)))
+    assert pkg.read_text() == before
+    (tmp_path / "jest.config.ts").write_text("export default {}")
+    with pytest.raises(InputError, match="jest.config.ts: add .*moduleNameMapper") as e:
+        add_to_jest_config(tmp_path, JestAdditions(module_map=(("^b$", "<rootDir>/b"),)))
+    assert e.value.where == "--map-module"
+
+
+@pytest.mark.parametrize("bad", ["", "  ", ".", "..", "../lib/index", "/usr/lib/x", "a/../../b"])
+def test_an_entry_outside_the_project_is_refused(bad):
+    with pytest.raises(InputError, match="not a file inside the project") as e:
+        parse_entry(bad)
+    assert e.value.where == "--entry"
+
+
+def test_the_entry_becomes_the_workspaces_main_and_nothing_else_changes(tmp_path):
+    assert parse_entry(None) is None and parse_entry("src//index") == "./src/index"
+    pkg = tmp_path / "package.json"
+    pkg.write_text(json.dumps({"name": "p", "main": "lib/p.js", "jest": {"verbose": True}}))
+    add_to_jest_config(tmp_path, JestAdditions(entry="./src/index"))
+    assert json.loads(pkg.read_text()) == {
+        "name": "p",
+        "main": "./src/index",
+        "jest": {"verbose": True},
+    }
+    (tmp_path / "jest.config.js").write_text("module.exports = {}")  # main is not Jest's config
+    add_to_jest_config(tmp_path, JestAdditions(entry="./src/other"))
+    assert json.loads(pkg.read_text())["main"] == "./src/other"
 
 
 def _project(root: Path) -> Path:
@@ -170,4 +253,43 @@ def test_a_node_path_history_is_mined_and_replays(tmp_path, image, monkeypatch):
     summary = run(str(out), ["oracle", "noop"], out=tmp_path / "run", progress=False)
     k = summary["k"]
     assert summary["agents"]["oracle"]["path_accuracy"][k] == 1.0
+    assert summary["agents"]["noop"]["path_accuracy"][k] == 0.0
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_tests_of_the_built_package_run_on_its_source(tmp_path, image, monkeypatch):
+    """Tests that import the package by its folder (`require('..')`) and by its name
+    (`require('np')`), where main = dist/ made by a build step the sandbox does not run: --entry
+    and --map-module send them to the source."""
+    monkeypatch.setenv("ETAI_CACHE", str(tmp_path / "cache"))
+    project = _project(tmp_path / "built")
+    manifest = json.loads((project / "package.json").read_text())
+    manifest.update(main="dist/index.js", scripts={"build": "cp -r lib dist", "test": "jest"})
+    (project / "package.json").write_text(json.dumps(manifest))
+    (project / "lib" / "index.js").write_text(
+        "module.exports = { add: require('./add'), sum: require('./sum') };\n"
+    )
+    sum_js = project / "lib" / "sum.js"  # its own require relative, as a built package's is
+    sum_js.write_text(sum_js.read_text().replace("require('lib/add')", "require('./add')"))
+    test = project / "test" / "sum.test.js"
+    bare = "const sum = require('lib/sum');\nconst add = require('lib/add');"
+    by_folder_and_name = "const { sum } = require('..');\nconst { add } = require('np');"
+    test.write_text(test.read_text().replace(bare, by_folder_and_name))
+    out = tmp_path / "suite"
+    argv = ["suite", "build", str(project), "--out", str(out), "--src", "lib", "--max", "2"]
+    argv += ["--runs", "1", "--entry", "lib/index", "--no-progress"]
+    argv += ["--map-module", "^np$=<rootDir>/lib/index"]
+    # Its baseline ran green: '..' and 'np' reached lib/index.js, not the absent dist/.
+    assert main(argv) == 0
+    base = json.loads((out / "base" / "package.json").read_text())
+    assert base["main"] == "./lib/index"
+    assert base["jest"] == {"moduleNameMapper": {"^np$": "<rootDir>/lib/index"}}
+    assert json.loads((project / "package.json").read_text())["main"] == "dist/index.js"
+    assert not (out / "base" / "dist").exists()
+    summary = run(str(out), ["oracle", "noop"], out=tmp_path / "run", progress=False)
+    k = summary["k"]
+    assert summary["agents"]["oracle"]["path_accuracy"][k] == 1.0
+    assert summary["agents"]["oracle"]["reference_broken"] == []
     assert summary["agents"]["noop"]["path_accuracy"][k] == 0.0
