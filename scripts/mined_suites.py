@@ -7,7 +7,8 @@ A project's history is its bundle in ../shared/realrepos-history, or a clone nam
 ``--repo NAME=PATH`` (e.g. a snapshot fetched from GitHub). The range ends at the commit
 corpus.json names (the history's HEAD when it ends before that commit), whose dependencies (the
 realrepos folder's lockfile, set up for Jest 29) every session runs with; it reaches
-``--commits`` first-parent commits back. Histories and projects are
+``--commits`` first-parent commits back. RANGES names the projects mined elsewhere in their
+history, and how. Histories and projects are
 read in place (third-party code: never copied into this repository); suites and runs go under
 runs/ (ignored).
 
@@ -18,6 +19,7 @@ Usage: python scripts/mined_suites.py [--commits N] [--max N] [--only NAME ...] 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -26,6 +28,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from real_suites import find_realrepos  # noqa: E402  (the one search for ../shared/realrepos)
+
+# Projects whose recent history cannot be mined with the corpus's setup (README "Suites from real
+# bug fixes" says why): the range that can, its tests' entry, and the commit whose manifest and
+# lockfile its sessions run with. redux: from Babel 7 (b9ee1cfd) along the 4.x line, tests import
+# the built package ('../'); v4.2.1's lockfile no longer has symbol-observable, v4.0.5's has.
+RANGES = {"redux": {"range": "b9ee1cfd..v4.2.1", "entry": "src/index", "deps_at": "v4.0.5"}}
+
+
+def deps_at(repo: Path, rev: str, folder: Path) -> Path:
+    """``rev``'s manifest and lockfile, written into ``folder`` for MineOptions.deps."""
+    from harness.authoring.mine import history
+    from harness.base.errors import InputError
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in ("package.json", "package-lock.json", "npm-shrinkwrap.json"):
+        try:
+            (folder / f).write_bytes(history.read(repo, rev, f))
+        except InputError:
+            continue
+    return folder
 
 
 def history_of(proj: dict, realrepos: Path, repos: dict[str, str]) -> Path | None:
@@ -84,6 +106,14 @@ def main(argv: list[str] | None = None) -> int:
             resolve_lockfile=True,  # dinero's copy has none (upstream keeps a yarn.lock)
             name=name,
         )
+        if name in RANGES:
+            r = RANGES[name]
+            opts = dataclasses.replace(
+                opts,
+                rev_range=r["range"],
+                entry=r["entry"],
+                deps=str(deps_at(repo, r["deps_at"], out / f"{name}-deps")),
+            )
         t0 = time.monotonic()
         try:
             s = mine(source, out / name, opts, log=print)
