@@ -27,10 +27,12 @@ import re
 from pathlib import Path
 
 from harness.base.errors import InputError
+from harness.grading.verify import CONFIG_FILES
 from harness.runs.results import write_text_atomic
 
 Env = tuple[tuple[str, str], ...]
-_JS_CONFIGS = ("jest.config.js", "jest.config.cjs", "jest.config.mjs", "jest.config.ts")
+# The Jest configs written in JavaScript or TypeScript: the project's code, never rewritten.
+_JS_CONFIGS = tuple(n for n in CONFIG_FILES if n.startswith("jest.config.") and n[-5:] != ".json")
 
 
 @dataclasses.dataclass(frozen=True)
