@@ -31,6 +31,7 @@ from harness.authoring.mine import fix, history
 from harness.authoring.record import replay_steps
 from harness.base.errors import InputError, SandboxDead
 from harness.base.progress import bar as progress_bar
+from harness.grading.verify import take_baseline, verify
 from harness.runs.results import RunFolder, write_json_atomic, write_text_atomic
 from harness.sandbox import Limits, provider
 from harness.sandbox.deps import has_lockfile, node_modules, resolve_lockfile
@@ -355,9 +356,17 @@ def _session(cand: Candidate, box: Box, failures: list, verdict: dict[str, Any])
     trace = [{**st, "step": i, "execution_result": {}} for i, st in enumerate(trace, 1)]
     for tf, t in (cut.stripped if cut else {}).items():
         box.sb.write_file(tf, t.encode())
+    # The grader's own verdict on the reference, as every run's preflight gives it: the whole suite
+    # at the start and after the fix, where the check above ran the commit's test files alone (a
+    # test elsewhere that the fix breaks; visible tests that lean on the held-out ones).
+    base = take_baseline(box.sb, list(box.sb.test_files), timeout=opts.timeout_s)
     steps = replay_steps(box.sb, trace, where=sid)
     if any(s["execution_result"].get("status") != "ok" for s in steps[1:]):
         return {"verdict": "reference_fails"}
+    graded = verify(box.sb, base, verdict["verify_files"], timeout=opts.timeout_s)
+    if not graded.green:
+        names = [f"{t['file']}::{t['name']}" for t in graded.failed_tests[:3]]
+        return {"verdict": "not_green_when_graded", "why": graded.reason, "tests": names}
     sess: dict[str, Any] = {
         "session_id": sid,
         "intent": fix.intent(summary, f.message),
