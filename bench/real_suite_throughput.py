@@ -121,8 +121,7 @@ def replay(checkout: Path, suite: Path, cache: Path, out: Path, workers: int) ->
         a = summary["agents"][agent]
         res[agent] = {
             "p50_s": pct([r["duration_s"] for r in mine], 0.5),
-            f"pa@{k}": a["path_accuracy"][str(k)] if str(k) in a["path_accuracy"]
-            else a["path_accuracy"][k],
+            f"pa@{k}": a["path_accuracy"][str(k)],  # JSON object keys are strings
             "reference_broken": len(a["reference_broken"]),
             "phases_p50_s": {
                 p: pct([r.get("phases", {}).get(p, 0.0) for r in mine], 0.5)

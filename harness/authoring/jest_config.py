@@ -26,7 +26,7 @@ import posixpath
 import re
 from pathlib import Path
 
-from harness.base.errors import InputError
+from harness.base.errors import ConfigIsCode, InputError
 from harness.grading.verify import CONFIG_FILES
 from harness.runs.results import write_text_atomic
 
@@ -134,59 +134,66 @@ def additions(
     return rest, JestAdditions(paths, module_map, entry)
 
 
-def _set_entry(workspace: Path, entry: str) -> None:
-    pkg = workspace / "package.json"
+def _read_json(path: Path) -> dict:
     try:
-        obj = json.loads(pkg.read_text(encoding="utf-8"))
+        obj = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     except (OSError, ValueError) as e:
-        raise InputError(f"cannot read it as JSON: {e}", where=str(pkg)) from e
+        raise InputError(f"cannot read it as JSON: {e}", where=str(path)) from e
     if not isinstance(obj, dict):
-        raise InputError("not a JSON object", where=str(pkg))
-    if obj.get("main") != entry:
-        obj["main"] = entry
-        write_text_atomic(pkg, json.dumps(obj, indent=2) + "\n")
+        raise InputError("not a JSON object", where=str(path))
+    return obj
 
 
-def add_to_jest_config(workspace: Path, adds: JestAdditions) -> None:
-    """Write ``adds`` into the workspace: the entry as package.json's main, the rest into its Jest
-    config, package.json's "jest" section or jest.config.json (idempotent). A config written in JavaScript is the project's code: it is not
-    rewritten, and the user is told what to add."""
-    if adds.entry:
-        _set_entry(workspace, adds.entry)
-    want = adds.as_config()
-    if not want:
-        return
-    js = [n for n in _JS_CONFIGS if (workspace / n).is_file()]
-    if js:
-        raise InputError(
-            f"the project's Jest config is {js[0]}: add {json.dumps(want)} to it instead "
-            "(NODE_PATH and --map-module are written only into a JSON config)",
-            where="--env" if adds.module_paths else "--map-module",
-        )
-    target, key = workspace / "jest.config.json", None
-    if not target.is_file():
-        target, key = workspace / "package.json", "jest"
-    try:
-        obj = json.loads(target.read_text(encoding="utf-8")) if target.is_file() else {}
-    except (OSError, ValueError) as e:
-        raise InputError(f"cannot read it as JSON: {e}", where=str(target)) from e
-    config = obj.setdefault(key, {}) if key else obj
-    if not isinstance(config, dict):
-        raise InputError(f'"{key}" is not a Jest config object', where=str(target))
+def _merge(config: dict, adds: JestAdditions, where: str) -> None:
     if adds.module_paths:
         have = config.setdefault("modulePaths", [])
         if not isinstance(have, list):
-            raise InputError("modulePaths is not a list", where=str(target))
+            raise InputError("modulePaths is not a list", where=where)
         have.extend(p for p in adds.module_paths if p not in have)
     if adds.module_map:
         mapper = config.setdefault("moduleNameMapper", {})
         if not isinstance(mapper, dict):
-            raise InputError("moduleNameMapper is not an object", where=str(target))
+            raise InputError("moduleNameMapper is not an object", where=where)
         for regex, path in adds.module_map:
             if mapper.get(regex, path) != path:
                 raise InputError(
-                    f"moduleNameMapper already maps {regex!r} to {mapper[regex]!r}",
-                    where=str(target),
+                    f"moduleNameMapper already maps {regex!r} to {mapper[regex]!r}", where=where
                 )
             mapper[regex] = path
-    write_text_atomic(target, json.dumps(obj, indent=2) + "\n")
+
+
+def add_to_jest_config(workspace: Path, adds: JestAdditions) -> None:
+    """Write ``adds`` into the workspace (idempotent): the entry as package.json's main, the rest
+    into its Jest config, package.json's "jest" section or jest.config.json.
+
+    Everything is checked before anything is written, so a refusal leaves the workspace as it was.
+    A config written in JavaScript is the project's code: it is not rewritten, and the user is
+    told what to add."""
+    want = adds.as_config()
+    if want:
+        js = [n for n in _JS_CONFIGS if (workspace / n).is_file()]
+        if js:
+            raise ConfigIsCode(
+                f"the project's Jest config is {js[0]}: add {json.dumps(want)} to it instead "
+                "(NODE_PATH and --map-module are written only into a JSON config)",
+                where="--env" if adds.module_paths else "--map-module",
+            )
+    pkg_path, cfg_path = workspace / "package.json", workspace / "jest.config.json"
+    pkg = _read_json(pkg_path) if adds.entry or not cfg_path.is_file() else {}
+    writes: dict[Path, dict] = {}
+    if adds.entry and pkg.get("main") != adds.entry:
+        pkg["main"] = adds.entry
+        writes[pkg_path] = pkg
+    if want:
+        if cfg_path.is_file():
+            cfg = _read_json(cfg_path)
+            _merge(cfg, adds, str(cfg_path))
+            writes[cfg_path] = cfg
+        else:
+            section = pkg.setdefault("jest", {})
+            if not isinstance(section, dict):
+                raise InputError('"jest" is not a Jest config object', where=str(pkg_path))
+            _merge(section, adds, str(pkg_path))
+            writes[pkg_path] = pkg
+    for path, obj in writes.items():
+        write_text_atomic(path, json.dumps(obj, indent=2) + "\n")

@@ -44,6 +44,11 @@ class ServerUnreachable(InfraError):
     """A model server could not be reached (refused, reset, no route) through all of a call's retries."""
 
 
+class ConfigIsCode(InputError):
+    """The project's Jest config is JavaScript or TypeScript: its code, which ETAI does not rewrite
+    (what to add to it is in the message)."""
+
+
 class FolderBusy(InputError):
     """Another live process holds the run folder's lock."""
 

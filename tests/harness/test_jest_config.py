@@ -150,6 +150,28 @@ def test_the_entry_becomes_the_workspaces_main_and_nothing_else_changes(tmp_path
     assert json.loads(pkg.read_text())["main"] == "./src/other"
 
 
+def test_a_refused_addition_leaves_the_entry_unwritten_too(tmp_path):
+    pkg = tmp_path / "package.json"
+    pkg.write_text(json.dumps({"name": "p", "main": "lib/p.js"}))
+    (tmp_path / "jest.config.js").write_text("module.exports = {}")
+    adds = JestAdditions(module_map=(("^p$", "<rootDir>/src"),), entry="./src/index")
+    with pytest.raises(InputError, match="jest.config.js: add"):
+        add_to_jest_config(tmp_path, adds)
+    assert json.loads(pkg.read_text())["main"] == "lib/p.js"
+
+
+def test_entry_and_jest_section_land_in_one_package_json(tmp_path):
+    pkg = tmp_path / "package.json"
+    pkg.write_text(json.dumps({"name": "p"}))
+    adds = JestAdditions(("<rootDir>",), (("^p$", "<rootDir>/src"),), "./src/index")
+    add_to_jest_config(tmp_path, adds)
+    assert json.loads(pkg.read_text()) == {
+        "name": "p",
+        "main": "./src/index",
+        "jest": {"modulePaths": ["<rootDir>"], "moduleNameMapper": {"^p$": "<rootDir>/src"}},
+    }
+
+
 def _project(root: Path) -> Path:
     """A project whose code and tests require each other by bare names from its root."""
     (root / "lib").mkdir(parents=True)

@@ -229,9 +229,10 @@ def test_export_writes_plain_files_and_names_the_ones_a_snapshot_lacks(commander
     ).read_bytes()
 
 
-def test_a_commit_whose_jest_config_is_javascript_is_left_out_with_why(tmp_path):
+def test_a_commit_whose_jest_config_cannot_be_written_is_left_out_with_why(tmp_path):
     """NODE_PATH, --entry and --map-module are written into a JSON config; a commit whose config is
-    a jest.config.js is left out with the reason, and the mine goes on (no sandbox is reached)."""
+    a jest.config.js, or whose package.json is not JSON, is left out with the reason, and the mine
+    goes on (no sandbox is reached)."""
     import subprocess
 
     from harness.authoring.jest_config import JestAdditions
@@ -260,3 +261,13 @@ def test_a_commit_whose_jest_config_is_javascript_is_left_out_with_why(tmp_path)
     assert not (tmp_path / "out" / ".work").exists() or not any(
         (tmp_path / "out" / ".work").iterdir()
     )
+    # A parent whose package.json is not JSON is left out with its own reason.
+    (repo / "jest.config.js").unlink()
+    (repo / "package.json").write_text("{not json")
+    subprocess.run(["git", "commit", "-qam", "chore: break it"], cwd=repo, env=env, check=True)
+    (repo / "lib" / "a.js").write_text("module.exports = () => 3;\n")
+    (repo / "test" / "a.test.js").write_text("test('a is 3', () => {});\n")
+    subprocess.run(["git", "commit", "-qam", "fix: a again"], cwd=repo, env=env, check=True)
+    (c,) = history.commits(repo, "HEAD~1..HEAD")
+    row = examine(repo, "p", c, opts, Limits(), tmp_path / "out", JestAdditions(("<rootDir>",)))
+    assert row["verdict"] == "config_unreadable" and "cannot read it as JSON" in row["why"], row

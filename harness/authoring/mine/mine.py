@@ -29,7 +29,7 @@ from harness.authoring.build.build import Box, append_row, failure_records, file
 from harness.authoring.jest_config import JestAdditions, add_to_jest_config, additions
 from harness.authoring.mine import fix, history
 from harness.authoring.record import replay_steps
-from harness.base.errors import InputError, SandboxDead
+from harness.base.errors import ConfigIsCode, InputError, SandboxDead
 from harness.base.progress import bar as progress_bar
 from harness.grading.verify import take_baseline, verify
 from harness.runs.results import RunFolder, write_json_atomic, write_text_atomic
@@ -209,10 +209,12 @@ def examine(
             else:
                 (work / t.path).parent.mkdir(parents=True, exist_ok=True)
                 (work / t.path).write_bytes(history.read(repo, c.sha, t.path))
-        try:
+        try:  # one commit's config does not stop the mine: a history changes
             add_to_jest_config(work, adds)
-        except InputError as e:  # this commit's Jest config is JavaScript: a history changes
+        except ConfigIsCode as e:
             return {**row, "verdict": "config_not_json", "why": str(e)}
+        except InputError as e:  # e.g. a package.json that is not JSON at this commit
+            return {**row, "verdict": "config_unreadable", "why": str(e)}
         if sum(p.stat().st_size for _, p in workspace_paths(work)) > MAX_WORKSPACE_BYTES:
             return {**row, "verdict": "workspace_too_big"}
         tests = sorted(
