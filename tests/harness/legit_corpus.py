@@ -6,7 +6,8 @@ equality testers; snapshots on disk and inline; each; async, done callbacks, res
 expect.assertions; node's assert; isolateModules and requireActual; process.env; source code that
 assigns inherited names (Error subclasses, toString, constructor, ES5 subclasses of TypeError and
 RangeError, and exports named as Object.prototype's methods, as Babel compiles `export function
-hasOwnProperty`); a library that probes `process.binding` and falls back (chai 4).
+hasOwnProperty`); a library that probes `process.binding` and falls back (chai 4); empty test
+and describe titles.
 """
 
 from __future__ import annotations
@@ -128,6 +129,12 @@ FILES = {
         "  expect(require('../src/probe').describe(Promise.resolve())).toMatch(/^Promise\\{/);\n});\n"
         "test('process.env', () => { process.env.MODE = 'test-mode'; expect(process.env.MODE).toBe('test-mode'); });\n"
     ),
+    # Empty titles, which Jest leaves out of a test's fullName at the end and keeps in the middle.
+    "tests/titles.test.js": (
+        "describe('titles', () => {\n  test('', () => expect(1).toBe(1));\n"
+        "  describe('', () => { test('inner', () => expect(2).toBe(2)); });\n});\n"
+        "describe('', () => { test('', () => expect(3).toBe(3)); });\n"
+    ),
 }
 CONFIG = {"setupFilesAfterEnv": ["<rootDir>/jest.setup.js"]}
-N_TESTS = 25  # every one passes, under stock Jest and under the guard
+N_TESTS = 28  # every one passes, under stock Jest and under the guard

@@ -365,11 +365,16 @@ function addRecorder(runtime, rec) {
   const counter = runtime._etai.counter;
   const byTest = new Map();
   runtime._etai.byTest = byTest;
+  // Jest's own fullName (jest-circus's jestAdapterInit.js): the titles below the root block joined
+  // by single spaces, an empty one kept in the middle, the test's own title left out when empty.
+  // Any other spelling makes the tally at the file's end disagree with Jest's report.
+  const root = state.ROOT_DESCRIBE_BLOCK_NAME || 'ROOT_DESCRIBE_BLOCK';
   const fullName = (test) => {
-    const names = [];
-    for (let t = test; t && t.parent; t = t.parent) push(names, t.name);
+    const names = []; // innermost first
+    for (let t = test; t && t.parent; t = t.parent) if (t.name !== root) push(names, t.name);
+    const last = names.length && names[0] === '' ? 1 : 0;
     let out = ''; // no array method: see guard.js `pinned`
-    for (let i = names.length - 1; i >= 0; i--) out += (out ? ' ' : '') + names[i];
+    for (let i = names.length - 1; i >= last; i--) out += (i < names.length - 1 ? ' ' : '') + names[i];
     return out;
   };
   state.addEventHandler((event) => {
