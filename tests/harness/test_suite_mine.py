@@ -161,8 +161,13 @@ def test_test_paths_and_test_files():
     assert history.is_test_path("test/helpers/deep-extend.js")
     assert history.is_test_path("src/__tests__/x.js") and history.is_test_path("lib/a.spec.ts")
     assert not history.is_test_path("package.json") and not history.is_test_path("lib/rules/a.js")
-    assert history.is_test_file("tests/command.action.test.js")
-    assert not history.is_test_file("test/helpers/deep-extend.js")
+    # Scripts Jest may run: which it does run is its config's say, asked in the sandbox.
+    assert history.is_test_script("tests/command.action.test.js")
+    assert history.is_test_script("test/string.ts") and history.is_test_script("lib/a.spec.ts")
+    assert not history.is_test_script("test/__snapshots__/a.test.js.snap")
+    assert not history.is_test_script("lib/rules/a.js") and not history.is_test_script(
+        "jest.config.js"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +187,7 @@ def test_candidates_of_a_real_history(commander):
     tried = [c for c in found if reasons[c.sha] is None]
     assert tried, "a real history of 30 commits has fixes with tests"
     for c in tried:
-        assert c.sources(opts.src) and any(history.is_test_file(t.path) for t in c.tests())
+        assert c.sources(opts.src) and any(history.is_test_script(t.path) for t in c.tests())
     c = tried[0]
     text = history.read(commander, c.parent, c.sources(opts.src)[0].path).decode()
     assert text and "author" not in {c.author} and len(c.author) == 12

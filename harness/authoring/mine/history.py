@@ -34,12 +34,14 @@ def is_test_path(rel: str) -> bool:
     return (len(parts) > 1 and is_protected(rel)) or _named_as_test(parts[-1])
 
 
-def is_test_file(rel: str) -> bool:
-    """A file Jest runs as a test file: named as one, or a script under __tests__."""
-    parts = PurePosixPath(rel).parts
-    return _named_as_test(parts[-1]) or (
-        "__tests__" in parts and parts[-1].endswith((".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx"))
-    )
+_SCRIPTS = (".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx")
+
+
+def is_test_script(rel: str) -> bool:
+    """A script among the tests' paths: one Jest may run as a test file. Which of them it runs is
+    the project's Jest config's say (testMatch or testRegex, roots, ignore patterns: ``test/*.ts``
+    for one project, only ``*.test.js`` for another), so the mine asks Jest in the sandbox."""
+    return is_test_path(rel) and rel.endswith(_SCRIPTS)
 
 
 def _git(repo: Path, *args: str, text: bool = True) -> str | bytes:

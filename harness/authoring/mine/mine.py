@@ -158,7 +158,7 @@ def _skip_reason(c: history.Commit, opts: MineOptions) -> str | None:
     sources = c.sources(opts.src)
     if not sources or not c.tests():
         return "not_a_candidate"  # a fix needs source and tests changed together
-    if not any(history.is_test_file(t.path) and t.status != "D" for t in c.tests()):
+    if not any(history.is_test_script(t.path) and t.status != "D" for t in c.tests()):
         return "no_test_file"
     if any(s.status != "M" for s in sources):
         return "adds_or_removes_source"
@@ -218,7 +218,7 @@ def examine(
         if sum(p.stat().st_size for _, p in workspace_paths(work)) > MAX_WORKSPACE_BYTES:
             return {**row, "verdict": "workspace_too_big"}
         tests = sorted(
-            t.path for t in c.tests() if history.is_test_file(t.path) and t.status != "D"
+            t.path for t in c.tests() if history.is_test_script(t.path) and t.status != "D"
         )
         cand = Candidate(name, c, opts, work, out, tests, before, after, edits)
         return {**row, **_check(cand, limits)}
@@ -262,7 +262,11 @@ def _jest(box: Box, tests: list[str], timeout: float):
 
 
 def _runs(cand: Candidate, box: Box) -> dict[str, Any]:
-    opts, tests, before, after = cand.opts, cand.tests, cand.before, cand.after
+    opts, before, after = cand.opts, cand.before, cand.after
+    listed = set(box.sb.test_files)  # the workspace's test files, as its Jest config finds them
+    tests = [t for t in cand.tests if t in listed]
+    if not tests:
+        return {"verdict": "no_test_file", "scripts": cand.tests[:5]}
     timeout = opts.timeout_s
     parent_runs, commit_runs, first = [], [], None
     for i in range(opts.runs):
