@@ -107,3 +107,59 @@ def test_oracle_green_within_its_reference_and_noop_never(mined):
     assert oracle["path_accuracy"][k] == 1.0
     assert noop["path_accuracy"][k] == 0.0 and noop["pass_at_k"][1] == 0.0
     assert oracle["cursor"]["mean_px"] == 0.0  # the real fix starts at cursor_target
+
+
+def test_the_projects_jest_config_says_which_scripts_are_test_files(tmp_path, image, monkeypatch):
+    """Tests named ``test/add.js`` under a ``testRegex`` (no .test. in the name), beside a helper
+    the config ignores: the commit is kept on its test file alone, and a commit that changes only
+    the helper is left out as no_test_file, by Jest's own listing."""
+    import subprocess
+
+    monkeypatch.setenv("ETAI_CACHE", str(tmp_path / "cache"))
+    repo = tmp_path / "p"
+    (repo / "lib").mkdir(parents=True)
+    (repo / "test").mkdir()
+    jest = {"testRegex": "/test/[^/]+\\.js$", "testPathIgnorePatterns": ["/test/helpers\\.js$"]}
+    (repo / "package.json").write_text(json.dumps({"name": "p", "version": "1.0.0", "jest": jest}))
+    lock = {"name": "p", "version": "1.0.0", "lockfileVersion": 3, "requires": True,
+            "packages": {"": {"name": "p", "version": "1.0.0"}}}  # fmt: skip
+    (repo / "package-lock.json").write_text(json.dumps(lock))
+    add, test, helper = (
+        repo / "lib" / "add.js",
+        repo / "test" / "add.js",
+        repo / "test" / "helpers.js",
+    )
+    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.org", "GIT_COMMITTER_NAME": "a",
+           "GIT_COMMITTER_EMAIL": "a@example.org", "PATH": "/usr/bin:/bin"}  # fmt: skip
+
+    def commit(message: str, files: dict) -> None:
+        for path, text in files.items():
+            path.write_text(text)
+        for args in (["add", "-A"], ["commit", "-qm", message]):
+            subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    commit("add", {
+        add: "module.exports = (a, b) => a - b;\n",
+        helper: "exports.two = 2;\n",
+        test: "const add = require('../lib/add');\n\ntest('loads', () => expect(add).toBeTruthy());\n",
+    })  # fmt: skip
+    commit("fix: add adds", {
+        add: "module.exports = (a, b) => a + b;\n",
+        helper: "exports.two = 2;\nexports.three = 3;\n",
+        test: "const add = require('../lib/add');\nconst { two, three } = require('./helpers');\n\n"
+        "test('adds', () => expect(add(two, three)).toBe(5));\n",
+    })  # fmt: skip
+    commit("fix: a comment and a helper", {
+        add: "// Adds.\nmodule.exports = (a, b) => a + b;\n",
+        helper: "exports.two = 2;\nexports.three = 3;\nexports.four = 4;\n",
+    })  # fmt: skip
+    out = tmp_path / "mined"
+    argv = ["suite", "mine", str(repo), "--out", str(out), "--range", "HEAD~2..HEAD"]
+    assert main([*argv, "--src", "lib", "--runs", "1", "--no-progress"]) == 0
+    (s,) = load_suite(out).sessions
+    assert s.verify_files == ("test/add.js",)
+    verdicts = {r["subject"]: r for r in _rows(out)}
+    assert verdicts["fix: add adds"]["verdict"] == "kept", verdicts
+    left = verdicts["fix: a comment and a helper"]
+    assert left["verdict"] == "no_test_file" and left["scripts"] == ["test/helpers.js"], left
