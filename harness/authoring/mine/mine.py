@@ -254,8 +254,8 @@ def _check(cand: Candidate, limits: Limits) -> dict[str, Any]:
 
 def _jest(box: Box, tests: list[str], timeout: float):
     r, answer = box.jest(tests, timeout)
-    if r.tamper:
-        return None, answer, "tampered"
+    if r.tamper:  # what the guard saw, for the row
+        return None, answer, r.reason or "tampered"
     if r.evidence != "nonce" or r.reason in ("timeout", "memory_limit"):
         return None, answer, r.reason or "no_result"
     return r, answer, None
