@@ -170,6 +170,8 @@ def add_to_jest_config(workspace: Path, adds: JestAdditions) -> None:
     A config written in JavaScript is the project's code: it is not rewritten, and the user is
     told what to add."""
     want = adds.as_config()
+    if not want and not adds.entry:
+        return
     if want:
         js = [n for n in _JS_CONFIGS if (workspace / n).is_file()]
         if js:

@@ -315,3 +315,9 @@ def test_tests_of_the_built_package_run_on_its_source(tmp_path, image, monkeypat
     assert summary["agents"]["oracle"]["path_accuracy"][k] == 1.0
     assert summary["agents"]["oracle"]["reference_broken"] == []
     assert summary["agents"]["noop"]["path_accuracy"][k] == 0.0
+
+
+def test_nothing_to_add_reads_and_writes_nothing(tmp_path):
+    (tmp_path / "package.json").write_text("{not json")  # never read: nothing is added
+    add_to_jest_config(tmp_path, JestAdditions())
+    assert (tmp_path / "package.json").read_text() == "{not json"

@@ -95,6 +95,10 @@ class Commit:
     def tests(self) -> list[Change]:
         return [c for c in self.changes if is_test_path(c.path)]
 
+    def test_scripts(self) -> list[str]:
+        """The scripts among its tests that are there after it (Jest may run them)."""
+        return sorted(c.path for c in self.tests() if is_test_script(c.path) and c.status != "D")
+
     def sources(self, globs: tuple[str, ...]) -> list[Change]:
         return [c for c in self.changes if not is_test_path(c.path) and in_globs(c.path, globs)]
 

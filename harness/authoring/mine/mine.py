@@ -158,7 +158,7 @@ def _skip_reason(c: history.Commit, opts: MineOptions) -> str | None:
     sources = c.sources(opts.src)
     if not sources or not c.tests():
         return "not_a_candidate"  # a fix needs source and tests changed together
-    if not any(history.is_test_script(t.path) and t.status != "D" for t in c.tests()):
+    if not c.test_scripts():
         return "no_test_file"
     if any(s.status != "M" for s in sources):
         return "adds_or_removes_source"
@@ -217,10 +217,7 @@ def examine(
             return {**row, "verdict": "config_unreadable", "why": str(e)}
         if sum(p.stat().st_size for _, p in workspace_paths(work)) > MAX_WORKSPACE_BYTES:
             return {**row, "verdict": "workspace_too_big"}
-        tests = sorted(
-            t.path for t in c.tests() if history.is_test_script(t.path) and t.status != "D"
-        )
-        cand = Candidate(name, c, opts, work, out, tests, before, after, edits)
+        cand = Candidate(name, c, opts, work, out, c.test_scripts(), before, after, edits)
         return {**row, **_check(cand, limits)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -236,7 +233,7 @@ class Candidate:
     opts: MineOptions
     work: Path
     out: Path  # the suite folder
-    tests: list[str]  # the commit's test files
+    tests: list[str]  # the commit's test scripts; Jest's listing says which are test files
     before: dict[str, str]
     after: dict[str, str]
     edits: list[fix.Edit]
