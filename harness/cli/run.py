@@ -89,6 +89,14 @@ def add_parsers(sub) -> None:
         help="a replay:FILE without a line for some (session, sample) of the run scores it as a "
         "rollout of no actions (default: exit 2 naming them)",
     )
+    r.add_argument(
+        "--regression",
+        choices=("related", "whole"),  # harness.grading.verify.REGRESSION_MODES (a test holds them equal)
+        default="related",
+        help="which test files a graded run runs besides the verification files: those Jest's "
+        "dependency graph relates to the files the agent changed, of them those with a test "
+        "passing at the start (related, the default; docs/grading.md), or every one (whole)",
+    )
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=_run)
 
@@ -151,6 +159,7 @@ def _run(args: argparse.Namespace) -> int:
         session_ids=args.session,
         executor=_executor(args),
         allow_missing=args.allow_missing,
+        regression=args.regression,
     )
     if args.json:
         print(json.dumps(summary, indent=2))

@@ -72,12 +72,15 @@ class JestResult:
         default_factory=list
     )  # the guard's record (empty when unguarded)
     tamper: list[str] = field(default_factory=list)  # what the guard refused or found changed
+    # The test files this run was to run, each of which reported (else the status says which did
+    # not): every test file of the workspace, or those a scoped graded run listed (verify._scope).
+    files_run: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The tool result an agent sees (the per-test record stays with the harness)."""
         d = asdict(self)
         d["status"] = self.status.value
-        del d["tests"]
+        del d["tests"], d["files_run"]
         if not self.tamper:
             del d["tamper"]
         return d
@@ -225,4 +228,5 @@ def from_runner(answer: dict[str, Any], *, guarded: bool = True) -> JestResult:
         evidence="nonce",
         tests=outcomes,
         tamper=tamper,
+        files_run=tuple(answer.get("expected_files") or ()),
     )

@@ -1,7 +1,11 @@
 """Green: the verification tests pass on their own merits, tests are unchanged, nothing regressed.
 
-``take_baseline`` describes the pristine workspace (before the agent acts); ``verify`` runs one full
-Jest run and applies every check below. Each check that fails is named in the verdict, so a result
+``take_baseline`` describes the pristine workspace (before the agent acts); ``verify`` runs one
+graded Jest run and applies every check below.
+A graded run runs the verification files and the test files Jest's dependency graph relates to
+the workspace files that differ from the pristine ones (``regression="related"``, the default;
+``_scope`` says when it runs every test file instead, and docs/grading.md why that is sound);
+``regression="whole"`` always runs every test file. Each check that fails is named in the verdict, so a result
 row shows which one fired:
 
 - ``protected_files``: test files, fixtures, snapshots, mocks, setup files and Jest/Babel config are
@@ -12,8 +16,9 @@ row shows which one fired:
 - ``verification``: no test of the verification files fails, and at least one passes;
 - ``gold``: every verification test the reference passed (``Gold``) passes again, as many times as
   it exists, each with at least as many passing assertions as the reference made (see ``Gold``);
-- ``regression``: no test that passed on the pristine workspace fails now;
-- ``reported``: every test file Jest listed at the start reported;
+- ``regression``: no test that passed on the pristine workspace, in a test file the run ran, fails
+  now;
+- ``reported``: every test file the run was to run reported, the verification files among them;
 - ``held_out``: (after a green verdict of a session with held-out tests, ``held_out=True``) the
   held-out test files, written into the workspace for one run of them alone, pass as the
   reference's did.
@@ -28,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from harness.base.errors import InputError
 from harness.grading import jest
 from harness.sandbox import Sandbox, Status
 
@@ -50,6 +56,12 @@ _CONFIG_RE = re.compile(
     r"babel\.config\.json|\.babelrc(\.[cm]?js|\.json)?|tsconfig(\.[\w-]+)?\.json)$"
 )
 _TEST_NAME_RE = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$")
+
+REGRESSION_MODES = ("related", "whole")
+# Files whose readers Jest's dependency graph knows: modules of Jest's default moduleFileExtensions
+# that code loads with require/import. JSON is left out (often read with fs, which the graph does
+# not see), as is every other file (fixtures, templates, data): a change to one makes a run whole.
+_MODULE_EXTS = frozenset({".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx"})
 
 
 def is_protected(rel: str) -> bool:
@@ -123,6 +135,10 @@ class Baseline:
     # showed: used only by a verification with ``held_out=True``.
     held_out: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
     held_out_gold: Gold | None = None
+    # sha256 of every other workspace file at the start (what a scoped run compares against; None:
+    # not taken, every run is whole) and the regression mode (REGRESSION_MODES).
+    sources: Mapping[str, str | None] | None = field(default=None, compare=False, repr=False)
+    regression: str = "related"
     # The Jest run this baseline made of the pristine workspace, if it made one: a verdict on that
     # same workspace needs no second run (the preflight's "not green at the start"; #15).
     run: jest.JestResult | None = field(default=None, compare=False, repr=False)
@@ -137,6 +153,7 @@ class Verdict:
     checks: list[str] = field(default_factory=list)  # the checks that failed, in the order above
     tamper: list[str] = field(default_factory=list)
     tests: list[jest.TestOutcome] = field(default_factory=list)  # the guard's record of this run
+    scoped: int | None = None  # test files a scoped graded run ran (None: every test file)
 
     @property
     def tampered(self) -> bool:
@@ -150,6 +167,7 @@ class Verdict:
             "failed_tests": self.failed_tests,
             "checks": self.checks,
             "tamper": self.tamper,
+            **({} if self.scoped is None else {"scoped_files": self.scoped}),
         }
 
 
@@ -157,20 +175,33 @@ def _hashes(sb: Sandbox, paths: list[str]) -> dict[str, str | None]:
     return sb.request("hash", {"paths": paths})["hashes"]
 
 
-def _listing(sb: Sandbox) -> frozenset[str]:
-    return frozenset(
-        f for f in sb.request("list", {"path": ".", "max": 1_000_000})["files"] if is_protected(f)
-    )
+def _files(sb: Sandbox) -> tuple[list[str], bool]:
+    """Every workspace file outside node_modules and .git (which no tool writes), and whether
+    that is all of them (the listing has a bound)."""
+    answer = sb.request("list", {"path": ".", "max": 1_000_000})
+    return list(answer["files"]), not answer.get("truncated")
 
 
-def _full_run(sb: Sandbox, timeout: float | None, only: list[str] | None = None) -> jest.JestResult:
+def _listing(files: Iterable[str]) -> frozenset[str]:
+    return frozenset(f for f in files if is_protected(f))
+
+
+def _full_run(
+    sb: Sandbox,
+    timeout: float | None,
+    only: list[str] | None = None,
+    scope: Mapping[str, list[str]] | None = None,
+) -> jest.JestResult:
     """A graded run: in Jest hosts that have run no workspace code before and end after it
     (``fresh``, runner.js), so nothing an earlier run of the episode left behind can answer it.
-    ``only``: these test files, else every one."""
+    ``only``: these test files; ``scope``: the files those hosts list (``_scope``); else every one."""
     t = timeout or sb.limits.timeout_s
-    req = {"timeout_ms": int(t * 1000), "output_cap": sb.limits.output_cap, "fresh": True}
+    req: dict[str, Any] = {"timeout_ms": int(t * 1000), "output_cap": sb.limits.output_cap}
+    req["fresh"] = True
     if only:
         req["test_files"] = only
+    elif scope is not None:
+        req["scope"] = dict(scope)
     answer = sb.request("jest", req, timeout=t)
     if host_killed(answer):
         answer = sb.request("jest", req, timeout=t)
@@ -199,20 +230,58 @@ def take_baseline(
     timeout: float | None = None,
     held_out: Mapping[str, bytes] | None = None,
     held_out_gold: Gold | None = None,
+    regression: str = "related",
 ) -> Baseline:
     """The pristine workspace. ``passing`` (tests passing at the start) comes from the preflight when
-    it has measured them; otherwise one Jest run measures it here."""
+    it has measured them; otherwise one Jest run measures it here. ``regression``: REGRESSION_MODES."""
+    check_regression(regression)
     run = None
     if passing is None:
         run = _full_run(sb, timeout)
         passing = _passed(run)
-    listing = _listing(sb)
+    files, complete = _files(sb)
+    listing = _listing(files)
     listed = set(test_files) | set(sb.config_files)
     protected = protected_paths(listing, listed)
+    others = [f for f in files if f not in set(protected)] if complete else []
+    hashes = _hashes(sb, protected + others)
     return Baseline(
-        _hashes(sb, protected), frozenset(passing), tuple(test_files), listing, gold,
-        dict(held_out or {}), held_out_gold, run,
+        {p: hashes[p] for p in protected}, frozenset(passing), tuple(test_files), listing, gold,
+        dict(held_out or {}), held_out_gold, {p: hashes[p] for p in others} if complete else None,
+        regression, run,
     )  # fmt: skip
+
+
+def check_regression(mode: str) -> None:
+    if mode not in REGRESSION_MODES:
+        raise InputError(
+            f"regression must be one of {', '.join(REGRESSION_MODES)} (got {mode!r})",
+            where="--regression",
+        )
+
+
+def _scope(
+    base: Baseline, wanted: set[str], files: list[str], hashes: Mapping[str, str | None]
+) -> dict[str, list[str]] | None:
+    """What a scoped graded run lists (runner.js ``jestRun``), or None for a run of every test file:
+    in ``whole`` mode, without a baseline of the other files, when a file was removed (what required
+    it is not in Jest's graph of the workspace now), or when a changed or added file is not a module
+    the graph follows (``_MODULE_EXTS``). ``changed``: the module files that differ from the start;
+    ``keep``: the files that can show a regression (a test passing at the start) and the
+    verification files, which ``include`` always runs."""
+    if base.regression == "whole" or base.sources is None:
+        return None
+    if set(base.sources) - set(files):
+        return None
+    changed = sorted(
+        f
+        for f in files
+        if f not in base.protected and not is_protected(f) and hashes.get(f) != base.sources.get(f)
+    )
+    if any(PurePosixPath(f).suffix not in _MODULE_EXTS for f in changed):
+        return None
+    keep = {t.split("::", 1)[0] for t in base.passing} | wanted
+    return {"changed": changed, "keep": sorted(keep), "include": sorted(wanted)}
 
 
 def _passed(run: jest.JestResult) -> set[str]:
@@ -239,10 +308,14 @@ def verify(
     findings and the held-out gold record."""
     fired: list[tuple[str, str]] = []
     extra = set(base.held_out)
-    changed = sorted(
-        p for p, h in _hashes(sb, list(base.protected)).items() if h != base.protected[p]
-    )
-    listing = _listing(sb)
+    wanted = set(verify_files or base.test_files)
+    files, complete = _files(sb)
+    # Whether this verdict may be a scoped run's (then the other files' hashes are needed too).
+    may_scope = run is None and not (held_out and extra) and base.sources is not None and complete
+    others = [f for f in files if f not in base.protected] if may_scope else []
+    hashes = _hashes(sb, list(base.protected) + others)
+    changed = sorted(p for p in base.protected if hashes[p] != base.protected[p])
+    listing = _listing(files)
     added, removed = (  # a held-out file left by an earlier final verification is the runner's
         sorted(listing - base.protected_listing - extra),
         sorted(base.protected_listing - listing),
@@ -259,11 +332,13 @@ def verify(
                 ),
             )
         )
+    scope = None
     if held_out and extra:
         run = _held_out_run(sb, base, timeout)
     else:
         held_out = False
-        run = run or _full_run(sb, timeout)
+        scope = _scope(base, wanted, files, hashes) if may_scope else None
+        run = run or _full_run(sb, timeout, scope=scope)
     failed = [{"name": f.name, "file": f.file, "message": f.message} for f in run.failed_tests]
     if run.tamper:
         fired.append(("tamper", f"tampered: {run.tamper[0]}"))
@@ -272,7 +347,6 @@ def verify(
         or run.evidence != "nonce"
     ):
         fired.append(("run", f"verification run {run.status.value}: {run.reason}"))
-    wanted = set(verify_files or base.test_files)
     passed_now = _passed(run)
     bad = [f for f in run.failed_tests if f.file in wanted]
     # (A held-out run leaves the visible tests' verdict to the whole run on the same workspace.)
@@ -291,13 +365,20 @@ def verify(
         problem = _gold_problem(gold, run.tests)
         if problem:
             fired.append(("held_out" if held_out else "gold", problem))
-    regressed = [] if held_out else sorted(base.passing - passed_now)
+    # A scoped run answers for the files it ran (``_scope``): each reported, the verification
+    # files among them (below), and a test of any other file was not run to fail. (A run without
+    # evidence ran nothing to answer with: every test that passed at the start counts.)
+    ran = set(run.files_run) if scope is not None and run.evidence == "nonce" else None
+    could = base.passing if ran is None else {t for t in base.passing if t.split("::")[0] in ran}
+    regressed = [] if held_out else sorted(could - passed_now)
     if regressed:
         fired.append(
             ("regression", f"{len(regressed)} test(s) that passed at the start no longer pass")
         )
     if run.reason and "did not report" in run.reason and not held_out:
         fired.append(("reported", run.reason))
+    elif ran is not None and wanted - ran:
+        fired.append(("reported", f"verification files not run: {', '.join(sorted(wanted - ran))}"))
     return Verdict(
         not fired,
         fired[0][1] if fired else None,
@@ -306,6 +387,7 @@ def verify(
         list(dict.fromkeys(c for c, _ in fired)),
         run.tamper,
         run.tests,
+        None if ran is None else len(ran),
     )
 
 

@@ -99,12 +99,14 @@ def run_episode(
     passing: Iterable[str] | None = None,
     gold: Gold | None = None,
     held_out_gold: Gold | None = None,
+    regression: str = "related",
 ) -> dict[str, Any]:
     """Play one rollout and return its result row (without run bookkeeping such as the cache key).
 
     ``passing`` and ``gold`` are what the preflight measured on this session (tests passing on the
     pristine workspace; the reference's verification run): with them the episode needs no Jest run
     of its own before the agent acts, and verification holds the agent to the reference.
+    ``regression``: which test files a graded run runs (harness.grading.verify).
     """
     t0 = time.monotonic()
     row = _new_row(session, agent, sample, k, max_steps)
@@ -122,7 +124,7 @@ def run_episode(
             )
         _play(
             sb, session, agent, sample, row, k=k, max_steps=max_steps, passing=passing,
-            gold=gold, held_out_gold=held_out_gold,
+            gold=gold, held_out_gold=held_out_gold, regression=regression,
         )  # fmt: skip
     except BudgetSkipped as e:  # not run at all: its own status, not a failure of the machinery
         row.update(status=Status.SKIPPED_BUDGET.value, reason=str(e))
@@ -255,6 +257,7 @@ def _play(
     passing: Iterable[str] | None,
     gold: Gold | None,
     held_out_gold: Gold | None = None,
+    regression: str = "related",
 ) -> tuple[Verdict, Verdict | None]:
     """The agent's steps in a started sandbox, then the final verdict; fills ``row``, returns the
     verdict on the visible tests and, for a session with held-out tests whose workspace ended green
@@ -263,7 +266,7 @@ def _play(
     with _timed(row, "baseline"):
         base = take_baseline(
             sb, sb.test_files, passing=passing, gold=gold, held_out=session.held_out,
-            held_out_gold=held_out_gold,
+            held_out_gold=held_out_gold, regression=regression,
         )  # fmt: skip
     greens: list[tuple[int, str]] = []  # (step, workspace state) of visible greens: held-out only
     with _timed(row, "agent"):
@@ -408,7 +411,9 @@ def _status(row: dict[str, Any], verdict: Verdict) -> str:
     return "failed"
 
 
-def preflight(session: Session, oracle: Agent, *, start_sandbox: SandboxFactory) -> dict[str, Any]:
+def preflight(
+    session: Session, oracle: Agent, *, start_sandbox: SandboxFactory, regression: str = "related"
+) -> dict[str, Any]:
     """Replay the reference: ok only if it reaches green within its own steps from a non-green start,
     untampered. Returns what episodes reuse: the tests passing at the start and the gold record of
     the reference's verification (two runs, so that a count that varies takes its minimum). A
@@ -416,7 +421,7 @@ def preflight(session: Session, oracle: Agent, *, start_sandbox: SandboxFactory)
     not all passing on the pristine workspace: tests that do not see the bug hold nothing out."""
     sb = start_sandbox(session)
     try:
-        base = take_baseline(sb, sb.test_files, held_out=session.held_out)
+        base = take_baseline(sb, sb.test_files, held_out=session.held_out, regression=regression)
         if verify(sb, base, list(session.verify_files), run=base.run).green:
             return {"ok": False, "reason": "workspace is green before any action"}
         row = _new_row(
@@ -432,6 +437,7 @@ def preflight(session: Session, oracle: Agent, *, start_sandbox: SandboxFactory)
             max_steps=row["max_steps"],
             passing=base.passing,
             gold=None,
+            regression=regression,
         )
         if row["status"] == "tampered":
             return {

@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.base.errors import InputError
 from harness.base.progress import bar as progress_bar
+from harness.grading.verify import check_regression
 from harness.runs.executors import parse
 from harness.runs.results import RunFolder
 from harness.sandbox import reap_own
@@ -40,6 +41,7 @@ def run(
     session_ids: Sequence[str] | None = None,
     executor: str = "local",
     allow_missing: bool = False,
+    regression: str = "related",
 ) -> dict[str, Any]:
     """Run ``agents`` (spec strings) on ``suite``; return the summary (also written to summary.json).
 
@@ -48,6 +50,8 @@ def run(
     ``executor`` says where jobs run (harness.runs.executors): ``local`` (this process's thread pool) or
     ``ray[:ADDRESS]`` (an existing Ray cluster); rows are written here either way.
     ``allow_missing``: a ``replay:`` file may lack episodes of the run (each a rollout of no actions).
+    ``regression``: ``related`` (a graded run runs the verification files and the test files related
+    to what the episode changed) or ``whole`` (every test file); see harness.grading.verify.
     Everything the caller gave is checked before anything runs (InputError); the run folder is held
     for the run's life (``RunFolder``: a second run on it is refused).
     """
@@ -62,6 +66,7 @@ def run(
         session_ids=list(session_ids) if session_ids else None,
         executor=executor,
         allow_missing=allow_missing,
+        regression=_regression(regression),
     )
     kind = kind_of(suite)
     _check_executor(kind, executor)
@@ -71,6 +76,11 @@ def run(
             return opened.run(folder.path)
     finally:
         opened.close()
+
+
+def _regression(mode: Any) -> str:
+    check_regression(mode)
+    return mode
 
 
 def _check_executor(kind, spec: str) -> None:

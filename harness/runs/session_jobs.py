@@ -58,7 +58,9 @@ class SessionWorker:
     def run(self, job: PreflightJob | EpisodeJob) -> dict[str, Any]:
         s = self.sessions[job.session_id]
         if isinstance(job, PreflightJob):
-            return preflight(s, self.oracle, start_sandbox=self._start)
+            return preflight(
+                s, self.oracle, start_sandbox=self._start, regression=self.settings.regression
+            )
         return run_episode(
             s,
             self.agents[job.agent],
@@ -69,6 +71,7 @@ class SessionWorker:
             passing=job.passing,
             gold=Gold.from_json(job.gold),
             held_out_gold=Gold.from_json(job.held_out_gold),
+            regression=self.settings.regression,
         )
 
     def close(self) -> None:
@@ -151,11 +154,15 @@ def local_preflights(
 
 def preflights(sessions, image, ex, recipe, local) -> dict[str, dict[str, Any]]:
     """Replay every reference first (cached per session content, image and grading code); return
-    each session's preflight row (``ok``/``reason``, and for sound ones ``passing`` and ``gold``)."""
+    each session's preflight row (``ok``/``reason``, and for sound ones ``passing`` and ``gold``).
+    The regression mode is part of the key: a reference green on its related tests may regress
+    another."""
 
     store = ResultStore(_image.cache_dir() / "preflight")  # shared by every run on this machine
     keys = {
-        s.session_id: cache_key("preflight", s.content_hash, image, version(), grading_digest())
+        s.session_id: cache_key(
+            "preflight", s.content_hash, image, version(), grading_digest(), local.settings.regression
+        )
         for s in sessions
     }
     results = {sid: store.rows([key])[0] for sid, key in keys.items() if store.has(key)}

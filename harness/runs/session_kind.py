@@ -170,6 +170,7 @@ def _plan(op: OpenSessions, store: ResultStore, image: str | None, flights: dict
                     s.k,
                     s.max_steps,
                     sample,
+                    s.regression,
                 )
                 keys.append(key)
                 if store.has(key):
@@ -221,6 +222,7 @@ def _summary(op: OpenSessions, store: ResultStore, keys: list[str], image: str |
         "k": s.k,
         "max_steps": s.max_steps,
         "samples": s.samples,
+        "regression": s.regression,
         "image": image,
         "harness_version": version(),
         "n_sessions": len(op.sessions),

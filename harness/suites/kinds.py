@@ -35,6 +35,7 @@ class RunSettings:
         "local"  # where jobs run (harness.runs.executors): local, ray[:ADDRESS], a plug-in
     )
     allow_missing: bool = False  # a replay file without a line for some episode: score it empty
+    regression: str = "related"  # which test files a graded run runs (harness.grading.verify)
 
 
 class OpenSuite(Protocol):

@@ -310,6 +310,51 @@ def test_a_changed_verifier_is_never_served_old_verdicts(
     assert after[-1]["ok"], "the fresh preflight judged the reference sound again"
 
 
+def test_the_regression_mode_is_part_of_keys_and_summary(tmp_path, capsys, make_suite, _own_cache):
+    """`--regression whole` is another verdict than the default `related`: the preflight's and the
+    episodes' cache keys differ, and summary.json names the mode. A mode not known is exit 2 on the
+    command line and an InputError through the API, before any sandbox starts."""
+    from harness.base.errors import InputError
+    from harness.base.provenance import grading_digest, version
+    from harness.runs.results import cache_key
+    from harness.runs.runner import run as run_api
+    from harness.suites.load import load_suite
+
+    sid = "retry-default-attempts"
+    root = make_suite(tmp_path / "suite", [sid])
+
+    def run(out: str, *mode: str) -> tuple[dict, list[dict]]:
+        cmd = ["run", "--suite", str(root), "--agent", "noop", "--out", str(tmp_path / out)]
+        assert main([*cmd, "--no-progress", *mode]) == 0
+        capsys.readouterr()
+        summary = json.loads((tmp_path / out / "summary.json").read_text())
+        return summary, read_rows(tmp_path / out / "results.jsonl")
+
+    related, related_rows = run("a")
+    whole, whole_rows = run("b", "--regression", "whole")
+    assert (related["regression"], whole["regression"]) == ("related", "whole")
+    assert [r["status"] for r in related_rows + whole_rows] == ["failed", "failed"]
+    assert related_rows[0]["cache_key"] != whole_rows[0]["cache_key"]
+    # both preflights are in the shared cache, each under its own key (other tests add theirs)
+    session = next(x for x in load_suite(root).sessions if x.session_id == sid)
+    flights = {
+        r["cache_key"]: r for r in read_rows(_own_cache / "preflight" / "results.jsonl")
+    }
+    for mode in ("related", "whole"):
+        key = cache_key(
+            "preflight", session.content_hash, whole["image"], version(), grading_digest(), mode
+        )
+        assert flights[key]["ok"], mode
+
+    with pytest.raises(SystemExit) as e:
+        main(["run", "--suite", str(root), "--agent", "noop", "--regression", "some"])
+    assert e.value.code == 2
+    assert "invalid choice: 'some'" in capsys.readouterr().err
+    with pytest.raises(InputError, match="regression must be one of related, whole"):
+        run_api(str(root), ["noop"], out=tmp_path / "c", regression="some")
+    assert not (tmp_path / "c").exists()
+
+
 def test_grading_digest_follows_the_grading_code_only(tmp_path):
     """A comment added to verify.py changes the digest; one added to the CLI (not grading) does not."""
     import importlib.util

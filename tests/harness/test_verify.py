@@ -13,8 +13,10 @@ import pytest
 
 from harness.grading import jest
 from harness.grading.jest import TestOutcome
+from harness.base.errors import InputError
 from harness.grading.verify import (
     CONFIG_FILES,
+    REGRESSION_MODES,
     Baseline,
     Gold,
     Verdict,
@@ -267,6 +269,7 @@ def test_verify_green_when_every_check_holds():
         "failed_tests": [],
         "checks": [],
         "tamper": [],
+        "scoped_files": 2,  # nothing but protected files here: the fake's run named both
     }
 
 
@@ -492,10 +495,12 @@ def test_verify_full_run_asks_for_the_sandboxs_limits_or_the_given_timeout():
     sb = FakeSandbox(CLEAN, _jest_answer(ALL_PASS), limits=limits)
     verify(sb, _base(), [W])
     [(_, payload, timeout)] = [r for r in sb.requests if r[0] == "jest"]
-    # A graded run, in fresh Jest hosts (runner.js `fresh`).
-    assert (payload, timeout) == ({"timeout_ms": 12500, "output_cap": 4096, "fresh": True}, 12.5)
+    # A graded run, in fresh Jest hosts (runner.js `fresh`), scoped (nothing changed: no related)
+    scope = {"changed": [], "keep": [OTHER, W], "include": [W]}
+    want = {"timeout_ms": 12500, "output_cap": 4096, "fresh": True, "scope": scope}
+    assert (payload, timeout) == (want, 12.5)
     sb = FakeSandbox(CLEAN, _jest_answer(ALL_PASS), limits=limits)
-    verify(sb, _base(), [W], timeout=3)
+    verify(sb, _base(regression="whole"), [W], timeout=3)
     [(_, payload, timeout)] = [r for r in sb.requests if r[0] == "jest"]
     assert (payload, timeout) == ({"timeout_ms": 3000, "output_cap": 4096, "fresh": True}, 3)
 
@@ -541,6 +546,77 @@ def test_take_baseline_measures_what_the_preflight_did_not():
     assert sb.requests[0] == ("jest", want, 2.5)
     base = take_baseline(FakeSandbox(files, {}), [W], passing=[f"{W}::x"], gold=Gold({}), timeout=1)
     assert (base.passing, base.test_files, base.gold) == ({f"{W}::x"}, (W,), Gold({}))
+
+
+# ------------------------------------------------------------------------------ scoped graded runs
+SOURCES = {"src/a.js": "a", "src/b.js": "b", "README.md": "r", "src/data.json": "d"}
+
+
+def _scoped(now: dict[str, str], *, regression="related", tests=ALL_PASS, expected=None):
+    """verify() after the workspace's other files went from SOURCES to ``now``: (the graded run's
+    request, the verdict)."""
+    sb = FakeSandbox({**CLEAN, **SOURCES}, {})
+    base = take_baseline(sb, [W, OTHER], passing=PASSING, regression=regression)
+    assert base.sources == SOURCES and set(base.protected) >= set(CLEAN)
+    sb = FakeSandbox({**CLEAN, **now}, _jest_answer(tests, expected=expected))
+    v = verify(sb, base, [W])
+    [(_, payload, _)] = [r for r in sb.requests if r[0] == "jest"]
+    return payload, v
+
+
+def test_a_graded_run_lists_the_tests_related_to_the_changed_modules():
+    """Changed and added module files are asked about; the run keeps the files with a test passing
+    at the start and the verification files, and always runs the verification files."""
+    payload, v = _scoped({**SOURCES, "src/a.js": "a2", "src/new.ts": "n"})
+    assert payload["scope"] == {
+        "changed": ["src/a.js", "src/new.ts"],
+        "keep": [OTHER, W],
+        "include": [W],
+    }
+    assert "test_files" not in payload and (v.green, v.scoped) == (True, 2)
+    assert v.to_dict()["scoped_files"] == 2
+
+
+@pytest.mark.parametrize(
+    "now",
+    [
+        {k: v for k, v in SOURCES.items() if k != "src/b.js"},  # removed: who required it?
+        {**SOURCES, "src/data.json": "d2"},  # JSON may be read with fs
+        {**SOURCES, "README.md": "r2", "src/a.js": "a2"},  # any non-module file
+        {**SOURCES, "src/tpl.html": "t"},  # added, not a module
+    ],
+)
+def test_a_graded_run_is_whole_when_a_change_is_not_a_module_or_a_file_went(now):
+    payload, v = _scoped(now)
+    assert "scope" not in payload and v.scoped is None and "scoped_files" not in v.to_dict()
+
+
+def test_whole_mode_runs_every_test_file():
+    payload, v = _scoped({**SOURCES, "src/a.js": "a2"}, regression="whole")
+    assert "scope" not in payload and (v.green, v.scoped) == (True, None)
+
+
+def test_a_scoped_run_answers_for_the_files_it_ran():
+    """A test passing at the start, in a file the run did not run, is no regression; one in a
+    file it ran is. The verification files must be among those run (else `reported`)."""
+    only_w = {W: [("fixed", "passed"), ("still", "passed")]}
+    _, v = _scoped({**SOURCES, "src/a.js": "a2"}, tests=only_w)
+    assert (v.green, v.scoped) == (True, 1)
+    _, v = _scoped({**SOURCES, "src/a.js": "a2"}, tests={**only_w, OTHER: [("gone", "passed")]})
+    assert (v.green, v.checks) == (False, ["regression"])
+    _, v = _scoped({**SOURCES, "src/a.js": "a2"}, tests={OTHER: [("old", "passed")]})
+    assert (v.checks, v.reason) == (["verification", "reported"], "no verification test passed")
+    # the same run in whole mode holds every test that passed at the start
+    _, v = _scoped({**SOURCES, "src/a.js": "a2"}, regression="whole", tests=only_w)
+    assert (v.green, v.checks) == (False, ["regression"])
+
+
+def test_a_regression_mode_not_known_is_refused_before_anything_runs():
+    sb = FakeSandbox(CLEAN, {})
+    with pytest.raises(InputError, match="regression must be one of related, whole"):
+        take_baseline(sb, [W], passing=[], regression="some")
+    assert sb.requests == []
+    assert REGRESSION_MODES == ("related", "whole")
 
 
 # ------------------------------------------------------------------------------ the same rules in a real sandbox

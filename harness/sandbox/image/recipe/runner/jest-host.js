@@ -115,7 +115,54 @@ function slim(results) {
   };
 }
 
-async function run(nonce, testFiles, namePattern, shard, related) {
+// Jest's own roots, widened so that its dependency graph reaches `files`: Jest follows
+// dependencies only through files under its roots, which projects often narrow to their tests
+// (luxon, dayjs: `roots: ['test']`), so the top folder of each file joins them.
+async function widenedRoots(argv, files) {
+  const { configs } = await require(require.resolve('jest-config', { paths: [JEST] })).readConfigs(
+    { ...argv, _: [] }, [WS]);
+  const roots = new Set(configs[0].roots);
+  for (const f of files) {
+    const top = path.join(WS, path.relative(WS, f).split(path.sep)[0]);
+    roots.add(fs.existsSync(top) && fs.statSync(top).isDirectory() ? top : WS);
+  }
+  return [...roots];
+}
+
+// The test files Jest's dependency graph relates to `changed` (workspace paths), as
+// `jest --listTests --findRelatedTests` prints them; no test code runs for this.
+async function listRelated(changed) {
+  const abs = changed.map((f) => path.resolve(WS, f));
+  const argv = { _: abs, $0: 'jest', ci: true, watchman: false, listTests: true, json: true,
+    findRelatedTests: true, passWithNoTests: true, cache: !guard, cacheDirectory: CACHE };
+  argv.roots = await widenedRoots(argv, abs);
+  const lines = [];
+  const log = console.log;
+  console.log = (...a) => { lines.push(a.join(' ')); };
+  try {
+    await runCLI(argv, [WS]);
+  } finally { console.log = log; }
+  return JSON.parse(lines.join('\n') || '[]').map((f) => path.relative(WS, f));
+}
+
+// A graded run's test files when verify.py scopes it (`_scope`): the verification files
+// (`include`), and the test files related to the changed files that are among `keep` (files with
+// a test passing at the start: a file none of whose tests passed cannot show a regression).
+// Listed in the fresh host that then runs them, after the guard's record of the run began.
+async function scopedFiles(scope) {
+  const keep = new Set(scope.keep);
+  const related = scope.changed.length ? await listRelated(scope.changed) : [];
+  return [...new Set(related.filter((f) => keep.has(f)).concat(scope.include))].sort();
+}
+
+const EMPTY = { success: true, numTotalTestSuites: 0, numFailedTestSuites: 0, numRuntimeErrorTestSuites: 0,
+  numTotalTests: 0, numPassedTests: 0, numFailedTests: 0, numPendingTests: 0, testResults: [] };
+
+async function run(nonce, testFiles, namePattern, shard, related, scope) {
+  // The record begins before anything of the workspace is loaded (a scoped run's listing too).
+  if (guard) guard.beginRun();
+  const planned = scope ? await scopedFiles(scope) : null;
+  if (planned) testFiles = planned;
   const argv = {
     _: [], $0: 'jest', ci: true, watchman: false, silent: true, runInBand: true, color: false,
     // Tests can write the cache folder, so a graded run never reads it: Jest keeps transforms in
@@ -139,27 +186,20 @@ async function run(nonce, testFiles, namePattern, shard, related) {
     argv.findRelatedTests = true;
     argv.passWithNoTests = true; // none depends on it: an empty report (Jest would exit the host)
     argv._ = related.map((f) => path.resolve(WS, f));
-    // Jest follows dependencies only through files under its roots, which projects often narrow to
-    // their tests (luxon, dayjs: `roots: ['test']`): the top folder of each file joins them.
-    const { configs } = await require(require.resolve('jest-config', { paths: [JEST] })).readConfigs(
-      { ...argv, _: [] }, [WS]);
-    const roots = new Set(configs[0].roots);
-    for (const f of argv._) {
-      const top = path.join(WS, path.relative(WS, f).split(path.sep)[0]);
-      roots.add(fs.existsSync(top) && fs.statSync(top).isDirectory() ? top : WS);
-    }
-    argv.roots = [...roots];
+    argv.roots = await widenedRoots(argv, argv._);
   }
+  // A shard of a scoped run may get none of its few files: an empty report, not a failed run.
+  if (planned) argv.passWithNoTests = true;
   if (namePattern) argv.testNamePattern = namePattern;
   if (shard) argv.shard = shard; // "i/n": Jest's own split of the run between warm hosts
-  if (guard) guard.beginRun();
   const t0 = process.hrtime.bigint();
-  const { results } = await runCLI(argv, [WS]);
+  // (Without files, runTestsByPath is off and Jest would run every test file: none are run.)
+  const { results } = planned && !planned.length ? { results: EMPTY } : await runCLI(argv, [WS]);
   const jestMs = Number(process.hrtime.bigint() - t0) / 1e6;
   const record = guard ? guard.takeRun() : null;
   // Written out now, in the same turn as the guard's last check: a timer a test left behind could
   // otherwise run during the waits below and change what slim() and the writer call.
-  const answer = encode({ nonce, report: slim(results), guard: record, jest_ms: jestMs });
+  const answer = encode({ nonce, report: slim(results), guard: record, jest_ms: jestMs, planned });
   // Let what tests wrote reach the runner before the answer does, so its output cap can act:
   // writes to a pipe queue up in this process, and a flood would otherwise outrun the answer.
   await drained(process.stdout);
@@ -235,7 +275,7 @@ process.on('message', (m) => {
   if (guard && Array.isArray(m.protected)) guard.addProtected(m.protected);
   // The workspace as the runner set it up, once per host, before this host first loads the config.
   if (guard && m.pristine) guard.setPristine(m.pristine);
-  const work = served(m.op === 'list' ? listTests(nonce) : run(nonce, m.test_files, m.name_pattern, m.shard, m.related));
+  const work = served(m.op === 'list' ? listTests(nonce) : run(nonce, m.test_files, m.name_pattern, m.shard, m.related, m.scope));
   work.catch((e) => {
     // Jest failed as a whole (a config that threw, or a file the guard refused to load): the guard's
     // record still goes back, since what it refused decides the status.

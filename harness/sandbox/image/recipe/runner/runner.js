@@ -310,9 +310,14 @@ function mergeReports(reports) {
   };
 }
 
+const strings = (v) => (Array.isArray(v) ? v.map(String) : []);
+
 async function jestRun(req) {
   const related = Array.isArray(req.related) && req.related.length ? req.related.map(String) : null;
-  const files = !related && req.test_files && req.test_files.length ? req.test_files : null;
+  // A graded run scoped to the change (verify.py `_scope`): each fresh host lists the same files.
+  const scope = req.fresh && req.scope && typeof req.scope === 'object'
+    ? { changed: strings(req.scope.changed), keep: strings(req.scope.keep), include: strings(req.scope.include) } : null;
+  const files = !related && !scope && req.test_files && req.test_files.length ? req.test_files : null;
   const n = Math.min(N_HOSTS, files ? files.length : (testFiles || []).length) || 1;
   const t0 = Date.now();
   const set = req.fresh ? fresh : hosts;
@@ -321,10 +326,12 @@ async function jestRun(req) {
   if (req.fresh && AS_ROOT) endProcesses(hosts.concat(fresh).filter(Boolean).map((h) => h.proc.pid), SANDBOX_ID);
   const parts = await Promise.all([...Array(n).keys()].map((i) => hostCall(set, i,
     { test_files: files, name_pattern: req.name_pattern || null, shard: n > 1 ? `${i + 1}/${n}` : null,
-      protected: protectedFiles, related },
+      protected: protectedFiles, related, scope },
     req.timeout_ms, req.output_cap)));
-  // Which files a related run reaches is Jest's answer: none is expected beforehand.
-  const expected = related ? [] : files ? files.filter((f) => (testFiles || []).includes(f)) : (testFiles || []);
+  // Which files a related run reaches is Jest's answer: none is expected beforehand. A scoped run
+  // expects what its hosts listed (every host lists for itself; the union, should they differ).
+  const planned = scope ? [...new Set([].concat(...parts.map((r) => (r.ok && r.answer.planned) || [])))].sort() : null;
+  const expected = related ? [] : planned || (files ? files.filter((f) => (testFiles || []).includes(f)) : (testFiles || []));
   const duration_ms = Date.now() - t0;
   const output_bytes = parts.reduce((a, r) => a + r.output_bytes, 0);
   const failed = parts.find((r) => !r.ok);

@@ -1,0 +1,67 @@
+"""verify.py's scoped graded runs through a real sandbox and real Jest (test_verify.py pins the
+request on fakes): the files Jest's graph relates to a change, a regression reached through a
+dependency of a dependency, a change to a file the tests read with fs (a whole run), and whole
+mode. Without scoping, ``scoped`` is None and every test file runs: each assertion below fails."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.grading.verify import take_baseline, verify
+from harness.sandbox import Limits
+
+A_TEST = "tests/a.test.js"
+FILES = {
+    # the bug: double triples; b.js builds on a.js's triple, c.js on nothing
+    "src/a.js": "exports.double = (x) => x * 3;\nexports.triple = (x) => x * 3;\n",
+    "src/b.js": "const { triple } = require('./a');\nexports.nine = (x) => triple(triple(x));\n",
+    "src/c.js": "exports.id = (x) => x;\n",
+    "src/greeting.txt": "hello\n",
+    A_TEST: "const { double } = require('../src/a');\n"
+    "test('doubles', () => expect(double(2)).toBe(4));\n",
+    "tests/b.test.js": "const { nine } = require('../src/b');\n"
+    "test('nines', () => expect(nine(1)).toBe(9));\n",
+    "tests/c.test.js": "const { id } = require('../src/c');\ntest('ids', () => expect(id(1)).toBe(1));\n",
+    "tests/text.test.js": "const fs = require('fs');\nconst path = require('path');\n"
+    "const text = () => fs.readFileSync(path.join(__dirname, '../src/greeting.txt'), 'utf8');\n"
+    "test('greets', () => expect(text()).toBe('hello\\n'));\n",
+}
+FIX = "exports.double = (x) => x * 2;\nexports.triple = (x) => x * 3;\n"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_graded_run_runs_what_the_change_can_reach(tmp_path, make_project, image):
+    from harness import sandbox, tools
+
+    root = make_project(tmp_path / "scope", FILES)
+    sb = sandbox.start("docker", root, image=image, limits=Limits(memory_mb=512, timeout_s=30))
+    try:
+        base = take_baseline(sb, sb.test_files)
+        assert len(base.passing) == 3 and f"{A_TEST}::doubles" not in base.passing
+        whole = take_baseline(sb, sb.test_files, passing=base.passing, regression="whole")
+
+        def write(path: str, text: str) -> None:
+            assert tools.call(sb, "file_write", {"file": path, "content": text}).ok
+
+        # the fix: a.test.js and b.test.js (through b.js) can see it, the other two cannot
+        write("src/a.js", FIX)
+        v = verify(sb, base, [A_TEST])
+        assert (v.green, v.scoped) == (True, 2), v.reason
+        assert {t.file for t in v.tests} == {A_TEST, "tests/b.test.js"}
+        v = verify(sb, whole, [A_TEST])
+        assert (v.green, v.scoped, len({t.file for t in v.tests})) == (True, None, 4)
+
+        # a "fix" that breaks triple: b.test.js fails through b.js, a dependency's dependant
+        write("src/a.js", "exports.double = (x) => x * 2;\nexports.triple = (x) => x;\n")
+        v = verify(sb, base, [A_TEST])
+        assert (v.green, v.checks, v.scoped) == (False, ["regression"], 2)
+
+        # a file read with fs is not in Jest's graph: the run is whole and sees the regression
+        write("src/a.js", FIX)
+        write("src/greeting.txt", "bye\n")
+        v = verify(sb, base, [A_TEST])
+        assert (v.green, v.checks, v.scoped) == (False, ["regression"], None)
+        assert "tests/text.test.js" in {f["file"] for f in v.failed_tests}
+    finally:
+        sb.close()
