@@ -89,9 +89,11 @@ def add_parsers(sub) -> None:
         help="a replay:FILE without a line for some (session, sample) of the run scores it as a "
         "rollout of no actions (default: exit 2 naming them)",
     )
+    # harness.grading.verify.REGRESSION_MODES, written out: importing the grading code here would
+    # slow every `etai --help` (tests/harness/test_verify.py holds the two equal)
     r.add_argument(
         "--regression",
-        choices=("related", "whole"),  # harness.grading.verify.REGRESSION_MODES (a test holds them equal)
+        choices=("related", "whole"),
         default="related",
         help="which test files a graded run runs besides the verification files: those Jest's "
         "dependency graph relates to the files the agent changed, of them those with a test "

@@ -161,7 +161,12 @@ def preflights(sessions, image, ex, recipe, local) -> dict[str, dict[str, Any]]:
     store = ResultStore(_image.cache_dir() / "preflight")  # shared by every run on this machine
     keys = {
         s.session_id: cache_key(
-            "preflight", s.content_hash, image, version(), grading_digest(), local.settings.regression
+            "preflight",
+            s.content_hash,
+            image,
+            version(),
+            grading_digest(),
+            local.settings.regression,
         )
         for s in sessions
     }

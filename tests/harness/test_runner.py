@@ -337,9 +337,7 @@ def test_the_regression_mode_is_part_of_keys_and_summary(tmp_path, capsys, make_
     assert related_rows[0]["cache_key"] != whole_rows[0]["cache_key"]
     # both preflights are in the shared cache, each under its own key (other tests add theirs)
     session = next(x for x in load_suite(root).sessions if x.session_id == sid)
-    flights = {
-        r["cache_key"]: r for r in read_rows(_own_cache / "preflight" / "results.jsonl")
-    }
+    flights = {r["cache_key"]: r for r in read_rows(_own_cache / "preflight" / "results.jsonl")}
     for mode in ("related", "whole"):
         key = cache_key(
             "preflight", session.content_hash, whole["image"], version(), grading_digest(), mode
