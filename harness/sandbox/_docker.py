@@ -9,7 +9,6 @@ label), and ``prune()`` removes leftovers of dead processes at start-up.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import hashlib
 import json
 import os
@@ -173,12 +172,6 @@ def kill_and_remove(name: str) -> None:
     import docker.errors
 
     try:
-        # A paused container is thawed first: under the cgroup v1 freezer (Docker 20.10 here) its
-        # frozen processes never act on SIGKILL, so a forced remove waits on them for ever, holding
-        # the container's lock (an unpause sent later waits behind it). Not paused: the engine
-        # answers 409 at once.
-        with contextlib.suppress(docker.errors.APIError):
-            client().api.unpause(name)
         client().api.remove_container(name, force=True)  # force = SIGKILL then remove
     except docker.errors.NotFound:
         pass

@@ -233,29 +233,6 @@ def test_listing_and_pruning_survive_containers_removed_meanwhile(image):
     assert not set(names) & set(_docker.leftovers())
 
 
-@pytest.mark.docker
-def test_a_paused_sandbox_is_removed(image):
-    """A container someone paused (an operator, the chaos soak's `pause` fault) is removed when its
-    deadline passes or its run ends. Under the cgroup v1 freezer a forced remove of a frozen
-    container waited for ever (its processes never act on SIGKILL) and held the container's lock,
-    so the run hung (tests/scripts/test_chaos.py timed out); kill_and_remove thaws it first."""
-    from harness.sandbox import Limits, _docker
-
-    c, name = _docker.create_container(image, Limits(memory_mb=128))
-    _docker.client().api.pause(name)
-    remover = threading.Thread(target=_docker.kill_and_remove, args=(name,), daemon=True)
-    remover.start()
-    remover.join(timeout=50)  # a hang guard, not a speed claim
-    try:
-        assert not remover.is_alive(), "removing a paused container hung"
-        assert name not in _docker.leftovers()
-    finally:  # the engine's lock is held while the remove hangs: thaw through the cgroup itself
-        if remover.is_alive():
-            for state in Path("/sys/fs/cgroup/freezer/docker").glob(f"{c.id}*/freezer.state"):
-                state.write_text("THAWED")
-            remover.join(timeout=60)
-
-
 REAP_DURING_CREATE = """
 import os, sys, threading
 from harness.base.errors import InfraError
