@@ -233,7 +233,9 @@ def test_a_passing_run_field_by_field():
         "nonce",
         [TestOutcome(A, "one", "passed", 1), TestOutcome(A, "two", "passed", 1)],
         [],
+        (A,),  # the files the run was to run (the runner's expected_files)
     )
+    assert "files_run" not in r.to_dict()  # the harness's, not the agent's
     assert (
         jest.from_runner({k: v for k, v in _answer(PASSING).items() if k != "workspace"}).status
         == Status.PASSED
