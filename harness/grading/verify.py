@@ -5,8 +5,8 @@ graded Jest run and applies every check below.
 A graded run runs the verification files and the test files Jest's dependency graph relates to
 the workspace files that differ from the pristine ones (``regression="related"``, the default;
 ``_scope`` says when it runs every test file instead, and docs/grading.md why that is sound);
-``regression="whole"`` always runs every test file. Each check that fails is named in the verdict, so a result
-row shows which one fired:
+``regression="whole"`` always runs every test file. Each check that fails is named in the verdict,
+so a result row shows which one fired:
 
 - ``protected_files``: test files, fixtures, snapshots, mocks, setup files and Jest/Babel config are
   byte-for-byte as they were, and no file appeared in or vanished from a test folder;
@@ -196,8 +196,9 @@ def _full_run(
     (``fresh``, runner.js), so nothing an earlier run of the episode left behind can answer it.
     ``only``: these test files; ``scope``: the files those hosts list (``_scope``); else every one."""
     t = timeout or sb.limits.timeout_s
-    req: dict[str, Any] = {"timeout_ms": int(t * 1000), "output_cap": sb.limits.output_cap}
-    req["fresh"] = True
+    req: dict[str, Any] = {
+        "timeout_ms": int(t * 1000), "output_cap": sb.limits.output_cap, "fresh": True
+    }  # fmt: skip
     if only:
         req["test_files"] = only
     elif scope is not None:
@@ -243,7 +244,7 @@ def take_baseline(
     listing = _listing(files)
     listed = set(test_files) | set(sb.config_files)
     protected = protected_paths(listing, listed)
-    others = [f for f in files if f not in set(protected)] if complete else []
+    others = sorted(set(files) - set(protected)) if complete else []
     hashes = _hashes(sb, protected + others)
     return Baseline(
         {p: hashes[p] for p in protected}, frozenset(passing), tuple(test_files), listing, gold,
