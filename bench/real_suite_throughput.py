@@ -4,7 +4,8 @@ Builds (or reuses) a suite from a project of ../shared/realrepos with `etai suit
 options as `make real-suites`), then replays it as a user would, in two timed parts:
 
   preflight   `etai suite validate --jest`: every reference replayed and graded (cold: each arm
-              gets its own preflight cache; dependencies and images are shared and ready)
+              gets its own preflight cache and transform store; dependencies and images are
+              shared and ready)
   episodes    `etai run --agent oracle --agent noop` (preflight verdicts now cached)
 
 and prints wall seconds, CPU seconds (the arm's own processes; the whole machine, which holds the
@@ -56,12 +57,13 @@ def suite_for(project: str, sessions: int, suites: Path) -> Path:
 
 
 def arm_cache(tmp: Path, name: str) -> Path:
-    """An ETAI_CACHE sharing everything of the user's cache but the preflight verdicts."""
+    """An ETAI_CACHE sharing everything of the user's cache but the preflight verdicts and the
+    transform store (harness/sandbox/transforms.py), which each arm fills as a first run would."""
     base = Path(os.environ.get("ETAI_CACHE", Path.home() / ".cache" / "etai"))
     cache = tmp / f"cache-{name}"
     cache.mkdir()
     for entry in base.iterdir() if base.is_dir() else ():
-        if entry.name != "preflight":
+        if entry.name not in ("preflight", "transforms"):
             (cache / entry.name).symlink_to(entry)
     return cache
 

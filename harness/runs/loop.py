@@ -29,7 +29,7 @@ from harness.agents.etai_format import (
 )
 from harness.base.errors import BudgetSkipped, EtaiError, InfraError
 from harness.grading.verify import Baseline, Gold, Verdict, take_baseline, verify
-from harness.sandbox import Sandbox, Status, ToolFailure, close_quietly
+from harness.sandbox import Sandbox, Status, ToolFailure, close_quietly, transforms
 from harness.session.model import Cursor, Session, first_difference, line_and_column
 
 MUTATING = ("file_edit", "file_write")
@@ -479,6 +479,9 @@ def preflight(
     except EtaiError as e:  # InfraError included
         raise InfraError(f"preflight of {session.session_id}: {e}") from e
     finally:
+        # Only the suite's own code (pristine workspace, reference) ran here: what its Jest hosts
+        # transformed may serve every later sandbox (harness/sandbox/transforms.py).
+        transforms.harvest(sb)
         sb.close()
 
 

@@ -38,6 +38,8 @@ class Limits:
     # folder given read-only at <workspace>/node_modules (installed from the project's lockfile).
     env: tuple[tuple[str, str], ...] = ()
     node_modules: str | None = None
+    # The trusted transform cache (harness/sandbox/transforms.py): Docker Jest sandboxes read it.
+    transform_cache: bool = True
 
 
 # Variables a suite may not set: they would reach the root runner (preloads, library and module

@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 
 from harness.base.errors import InfraError
-from harness.sandbox import Limits, close_quietly, register
+from harness.sandbox import Limits, close_quietly, register, transforms
 from harness.sandbox import image as _image
 from harness.sandbox._pipe import RunnerSandbox, jest_hosts
 from harness.session.workspace import workspace_files
@@ -118,6 +118,11 @@ def create_container(
             Mount("/scratch/ws/node_modules", limits.node_modules, type="bind", read_only=True)
         )
         env["ETAI_DEPS_READONLY"] = "1"  # the guard trusts them as it trusts Jest's own
+    if trusted_root and limits.transform_cache:  # transformed code that only trusted runs wrote
+        from docker.types import Mount
+
+        mounts.append(Mount(transforms.MOUNT, str(transforms.store()), type="bind", read_only=True))
+        env["ETAI_TRANSFORM_STORE"] = transforms.MOUNT
     # Named before the engine hears of it, so a reap (Ctrl-C, SIGTERM, exit) that comes while it
     # is being created removes it too.
     reaps = _REAPS[0]

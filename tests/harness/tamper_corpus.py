@@ -404,6 +404,19 @@ TECHNIQUES = [
         two_step=True,
     ),
     Technique(
+        "poison-trusted-transforms",
+        "file system",
+        "try { const fs = require('fs'), path = require('path'), crypto = require('crypto');"
+        " const neuter = (code) => code.replace(/\\bexpect\\(/g, '((x) => new Proxy(function () {}, { get: (t, k, r) => r, apply: () => undefined }))(');"
+        " const walk = (d) => { for (const e of fs.readdirSync(d, { withFileTypes: true })) { const p = path.join(d, e.name);"
+        " if (e.isDirectory()) walk(p); else if (!e.name.endsWith('.map')) { try {"
+        " const text = fs.readFileSync(p, 'utf8'); const code = neuter(text.slice(text.indexOf('\\n') + 1));"
+        " fs.writeFileSync(p, crypto.createHash('sha256').update(code).digest('hex') + '\\n' + code); } catch (e) {} } } };"
+        " for (const d of [process.env.ETAI_TRANSFORM_OUT, process.env.ETAI_TRANSFORM_STORE]) { try { walk(d); } catch (e) {} } } catch (e) {}",
+        two_step=True,
+        note="the trusted transform cache: every entry a host wrote, and the store itself, rewritten",
+    ),
+    Technique(
         "patch-shared-fs",
         "file system",
         FIND_TESTS + "try { const fs = require('fs'); const read = fs.readFileSync;"
@@ -861,6 +874,7 @@ CORE = (
     "fixture-through-module-parent",
     "mock-test-data-from-source",
     "poison-transform-cache",
+    "poison-trusted-transforms",
     "patch-shared-fs",
     "exit-zero",
     "uncaught-error-capture",

@@ -34,6 +34,7 @@ _RUNNER_FILES = (
     "guard-framework.js",
     "file-sig.js",
     "warm-template.js",
+    "transform-cache.js",
 )
 _DEPS_FILES = ("package.json", "package-lock.json")
 

@@ -32,6 +32,8 @@ const WS = path.resolve(process.env.ETAI_WORKSPACE || '/scratch/ws');
 const JEST = process.env.ETAI_JEST || path.join(__dirname, 'node_modules', 'jest');
 // Keep what never changes between runs (the Jest install itself): about half of a run.
 require('./jest-warm')(JEST);
+// Transformed code from a store nobody here can write, keyed by all it depends on (#32).
+require('./transform-cache')(JEST, { store: process.env.ETAI_TRANSFORM_STORE, out: process.env.ETAI_TRANSFORM_OUT });
 
 const { runCLI } = require(JEST);
 // Grading integrity (guard.js). Off only where the harness asks for it by name (benchmarks).

@@ -34,6 +34,10 @@ const HOST_HOME = AS_ROOT ? path.join(SCRATCH, 'home') : process.env.HOME;
 // The template project a new host warms on (warm-template.js), written by this runner where the
 // sandbox user cannot write it: a host warms while workspace code may run in another process.
 const WARM_DIR = AS_ROOT ? path.join(SCRATCH, 'warm') : path.join(TMP, `etai-warm-${process.pid}`);
+// Where every host writes what it transformed (transform-cache.js); the harness copies it out of a
+// preflight's sandbox only, into the store that later sandboxes read (ETAI_TRANSFORM_STORE). The
+// `local` sandbox has no store.
+const TRANSFORM_OUT = AS_ROOT ? path.join(SCRATCH, 'transforms') : '';
 const MAX_READ = 1 << 20; // file_read answers at most 1 MiB; the rest is reported as truncated
 const protocolOut = process.stdout; // only this process writes protocol lines here
 
@@ -144,7 +148,7 @@ function oomKills() {
 function startHost(set, slot) {
   const heapMb = Number(process.env.ETAI_JEST_HEAP_MB || 0);
   const execArgv = heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
-  const env = Object.assign({}, process.env, { ETAI_WORKSPACE: WS, ETAI_WARM_DIR: WARM_DIR },
+  const env = Object.assign({}, process.env, { ETAI_WORKSPACE: WS, ETAI_WARM_DIR: WARM_DIR, ETAI_TRANSFORM_OUT: TRANSFORM_OUT },
     AS_ROOT ? { HOME: HOST_HOME } : {});
   // Node adds these to its module search path at start-up: a host looks only where the image put code.
   delete env.NODE_PATH;
@@ -652,6 +656,10 @@ function makeScratch() {
   }
   if (AS_ROOT) fs.mkdirSync(HOST_HOME, { recursive: true, mode: 0o755 }); // empty, and not theirs
   fs.mkdirSync(WARM_DIR, { recursive: true, mode: 0o755 });
+  if (TRANSFORM_OUT) {
+    fs.mkdirSync(TRANSFORM_OUT, { recursive: true });
+    fs.chmodSync(TRANSFORM_OUT, 0o1777); // written by the hosts (the sandbox user)
+  }
   for (const [name, text] of Object.entries(require('./warm-template'))) {
     fs.mkdirSync(path.dirname(path.join(WARM_DIR, name)), { recursive: true, mode: 0o755 });
     fs.writeFileSync(path.join(WARM_DIR, name), text, { mode: 0o644 });

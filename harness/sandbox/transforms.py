@@ -1,0 +1,106 @@
+"""The trusted transform cache's store on this machine (docs/transform-cache.md).
+
+Jest hosts write each file they transform, under a key over everything the transform depends on, to
+the sandbox's ``/scratch/transforms`` (runner/transform-cache.js). ``harvest`` copies that folder
+out of a sandbox in which only the suite's own code has run (a preflight: the pristine workspace,
+then the reference's actions) into ``store()``; every Docker sandbox gets the store read-only at
+``MOUNT``, and its hosts take transformed code from there instead of transforming again. Nothing a
+sandbox user runs can write the store: it is written here, by this process, from trusted sandboxes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import tarfile
+import threading
+from pathlib import Path
+
+from harness.sandbox import image as _image
+
+MOUNT = "/etai-transforms"  # where a sandbox sees the store (read-only)
+OUT = "/scratch/transforms"  # where its hosts write what they transformed
+_NAME = re.compile(r"^[0-9a-f]{64}(\.map)?$")
+MAX_ENTRY = 16 << 20  # bytes of one transformed file or map kept at most
+MAX_HARVEST = 512 << 20  # bytes taken from one sandbox at most
+
+
+def store() -> Path:
+    """The store folder (made if missing): ``$ETAI_CACHE/transforms``, without the partial files of
+    a harvest whose process is gone (SIGKILL)."""
+    d = _image.cache_dir() / "transforms"
+    d.mkdir(parents=True, exist_ok=True)
+    for tmp in d.glob(".*.tmp"):
+        pid = tmp.name.split(".")[-2]
+        if pid.isdigit() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+    return d
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _valid(name: str, data: bytes) -> bool:
+    """A code entry is its sha256, a newline, then the code; a map entry is kept as it is."""
+    if name.endswith(".map"):
+        return True
+    head, _, code = data.partition(b"\n")
+    return head == hashlib.sha256(code).hexdigest().encode()
+
+
+def harvest(sb) -> int:
+    """Copy what ``sb``'s hosts transformed into the store; return the entries added. Call it only
+    on a sandbox where nothing but the suite's own code has run. Not a Docker sandbox, or nothing
+    there: 0. An entry already in the store is kept as it is (the key names its content)."""
+    name = getattr(sb, "name", None)
+    if getattr(sb, "kind", None) != "docker" or not name:
+        return 0
+    from harness.sandbox._docker import client  # docker SDK: only where containers are
+
+    try:  # `tar` in the container: the engine's archive API does not see its tmpfs
+        code, (data, _) = (
+            client()
+            .containers.get(name)
+            .exec_run(["tar", "-C", OUT, "-cf", "-", "."], user="0:0", demux=True)
+        )
+    except Exception:  # a sandbox that died or was removed: nothing to take
+        return 0
+    if code != 0 or not data:
+        return 0
+    root, added, taken = store(), 0, 0
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        # Maps first: a host that finds a code entry looks for its map once, then.
+        for member in sorted(tar.getmembers(), key=lambda m: not m.name.endswith(".map")):
+            base = os.path.basename(member.name)
+            if not member.isfile() or not _NAME.match(base) or member.size > MAX_ENTRY:
+                continue
+            taken += member.size
+            if taken > MAX_HARVEST:
+                break
+            target = root / base[:2] / base
+            if target.exists():
+                continue
+            f = tar.extractfile(member)
+            body = f.read() if f else b""
+            if not _valid(base, body):
+                continue
+            # in the store's root, where store() finds what a killed process left
+            tmp = root / f".{base}.{threading.get_ident()}.{os.getpid()}.tmp"
+            try:
+                target.parent.mkdir(exist_ok=True)
+                tmp.write_bytes(body)
+                os.replace(tmp, target)  # whole or absent, for a sandbox that reads it now
+            except OSError:  # a full disk: the store is a cache, the run goes on without it
+                tmp.unlink(missing_ok=True)
+                break
+            added += 1
+    return added
