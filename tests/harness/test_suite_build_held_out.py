@@ -79,3 +79,25 @@ def test_no_split_for_one_case_or_none_that_can_be_cut():
     assert split([_failure("f one")], {"t.test.js": TEXT}, random.Random(0)) == "one_killing_case"
     dyn = [_failure("f one"), _failure("f dup"), _failure("f each 4")]
     assert split(dyn, {"t.test.js": TEXT}, random.Random(0)) == "no_plain_case_to_hold_out"
+
+
+def test_a_cut_file_keeps_a_test_case():
+    # Jest fails a test file left with no test, whatever the fix: luhn.spec.js of a
+    # fastest-validator build lost both its cases and its session could never be green
+    one = "test('a', () => expect(1).toBe(2));\n"
+    two = one + "test('b', () => expect(1).toBe(2));\n"
+    texts = {"x.test.js": two, "y.test.js": one, "z.test.js": two}
+    failures = [
+        Failure("z.test.js", "a", "boom", 1, 5),
+        Failure("x.test.js", "a", "boom", 1, 5),
+        Failure("x.test.js", "b", "boom", 2, 5),
+        Failure("y.test.js", "a", "boom", 1, 5),
+    ]
+    for seed in range(20):
+        got = split(failures, texts, random.Random(seed))
+        assert not isinstance(got, str)
+        # two to hold out: one of x's (never both), and never y's only case
+        assert len(got.held) == 1 and got.held[0].startswith("x.test.js::")
+        assert all("test(" in t for t in got.stripped.values())
+    only = [Failure("y.test.js", "a", "boom", 1, 5), Failure("y.test.js", "a", "boom", 1, 5)]
+    assert split(only, {"y.test.js": one}, random.Random(0)) == "no_case_leaves_its_file_a_test"

@@ -8,7 +8,7 @@ patch entry whose text occurs once in the file at that point); its held-out fold
 test file whole, so the final verification runs every killing case. Everything the agent sees (the
 instruction, the IDE context, the recorded trace) comes from the cut files. A mutant killed by one
 case, or whose other killing cases cannot be cut by text, keeps every test visible and holds none
-out; the build's summary counts both.
+out; the build's summary counts both. A test file keeps at least one of its cases visible.
 """
 
 from __future__ import annotations
@@ -54,7 +54,17 @@ def split(failures: list[Failure], texts: dict[str, str], rng: random.Random) ->
     want = min(len(failures) // 2, len(candidates))
     if want == 0:
         return "no_plain_case_to_hold_out"
-    chosen = sorted(rng.sample(candidates, want), key=lambda x: (x.test_file, x.test))
+    # Every cut file keeps a test case: Jest fails a test file with none ("Your test suite must
+    # contain at least one test"), which no fix could make pass.
+    left = {f: len(found) for f, found in cases.items()}
+    chosen = []
+    for x in rng.sample(candidates, len(candidates)):
+        if len(chosen) < want and left[x.test_file] > 1:
+            left[x.test_file] -= 1
+            chosen.append(x)
+    if not chosen:
+        return "no_case_leaves_its_file_a_test"
+    chosen.sort(key=lambda x: (x.test_file, x.test))
     stripped = dict(texts)
     patch = []
     shift = 0
