@@ -221,6 +221,19 @@ class DockerSandbox(RunnerSandbox):
         self._dead, self._handed_on = "closed", True
         return nxt
 
+    def archive(self, folder: str) -> bytes | None:
+        """A tar of ``folder`` in the container, or None (the sandbox is gone, or it is not there).
+        Made by `tar` in the container: the engine's archive API does not see the /scratch tmpfs."""
+        try:
+            code, (data, _) = (
+                client()
+                .containers.get(self.name)
+                .exec_run(["tar", "-C", folder, "-cf", "-", "."], user="0:0", demux=True)
+            )
+        except Exception:  # a sandbox that died or was removed: nothing to take
+            return None
+        return data if code == 0 else None
+
     def _kill(self) -> None:
         kill_and_remove(self.name)
 
