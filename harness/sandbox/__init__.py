@@ -7,6 +7,7 @@ it exists to debug on machines without Docker and must be asked for by name.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -234,3 +235,14 @@ def close_quietly(sb: Sandbox) -> None:
         sb.close()
     except InfraError:
         pass
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (one owned by another user counts)."""
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True

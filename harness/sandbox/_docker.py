@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 
 from harness.base.errors import InfraError
-from harness.sandbox import Limits, close_quietly, register, transforms
+from harness.sandbox import Limits, close_quietly, process_alive, register, transforms
 from harness.sandbox import image as _image
 from harness.sandbox._pipe import RunnerSandbox, jest_hosts
 from harness.session.workspace import workspace_files
@@ -91,7 +91,7 @@ def create_container(
     """
     # docker SDK: imported by what starts containers, not by `import harness`
     import docker.errors
-    from docker.types import LogConfig, Ulimit
+    from docker.types import LogConfig, Mount, Ulimit
 
     name = f"{name_prefix}-{uuid.uuid4().hex[:12]}"
     owner = "uid=0,gid=0,mode=0755" if trusted_root else "uid=10001,gid=10001,mode=0700"
@@ -111,16 +111,11 @@ def create_container(
     env = {**dict(limits.env), **env}
     mounts = []
     if limits.node_modules:  # the project's dependencies, read-only, where Node looks for them
-        # docker SDK: imported by what starts containers, not by `import harness`
-        from docker.types import Mount
-
         mounts.append(
             Mount("/scratch/ws/node_modules", limits.node_modules, type="bind", read_only=True)
         )
         env["ETAI_DEPS_READONLY"] = "1"  # the guard trusts them as it trusts Jest's own
     if trusted_root and limits.transform_cache:  # transformed code that only trusted runs wrote
-        from docker.types import Mount
-
         mounts.append(Mount(transforms.MOUNT, str(transforms.store()), type="bind", read_only=True))
         env["ETAI_TRANSFORM_STORE"] = transforms.MOUNT
     # Named before the engine hears of it, so a reap (Ctrl-C, SIGTERM, exit) that comes while it
@@ -450,7 +445,7 @@ def prune(*, all_owners: bool = False) -> list[str]:
     host = socket.gethostname()
     for name, labels in labelled():
         pid = int(labels.get(f"{LABEL}.owner_pid", "0") or 0)
-        mine_alive = labels.get(f"{LABEL}.host") == host and pid > 0 and _alive(pid)
+        mine_alive = labels.get(f"{LABEL}.host") == host and pid > 0 and process_alive(pid)
         if all_owners or not mine_alive:
             kill_and_remove(name)  # one another process removed meanwhile is not an error
             removed.append(name)
@@ -474,16 +469,6 @@ def labelled(owner_pid: int | None = None) -> list[tuple[str, dict[str, str]]]:
     except _engine_errors() as e:
         raise _no_engine("could not list sandboxes", e) from e
     return [(c["Names"][0].lstrip("/"), c.get("Labels") or {}) for c in found]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
 
 
 register(DockerProvider())

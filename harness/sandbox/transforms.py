@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 
 from harness.sandbox import image as _image
+from harness.sandbox import process_alive
 
 MOUNT = "/etai-transforms"  # where a sandbox sees the store (read-only)
 OUT = "/scratch/transforms"  # where its hosts write what they transformed
@@ -34,19 +35,9 @@ def store() -> Path:
     d.mkdir(parents=True, exist_ok=True)
     for tmp in d.glob(".*.tmp"):
         pid = tmp.name.split(".")[-2]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             tmp.unlink(missing_ok=True)
     return d
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _valid(name: str, data: bytes) -> bool:
