@@ -157,6 +157,56 @@ def test_a_file_holding_a_baseline_failing_test_never_verifies_a_session(tmp_pat
         assert list(s.verify_files) == ["tests/sub.test.js"], s.session_id
 
 
+def _lockfile(project: Path) -> None:
+    (project / "package-lock.json").write_text(
+        json.dumps({"name": "proj", "lockfileVersion": 3, "packages": {"": {"name": "proj"}}})
+    )
+
+
+def test_a_held_out_cut_that_breaks_a_visible_case_is_not_kept(tmp_path, make_project):
+    """A killing case can set up what the file's later cases use (as fastest-validator's
+    `check = v.compile(...)` case does): cut out, those cases fail on any fix and the session
+    could never verify green. The build runs the cut file on the fixed code and keeps every case
+    visible then; a file of independent cases is still split. The oracle reaches green on all."""
+    project = make_project(
+        tmp_path / "proj",
+        {
+            "src/make.js": "exports.make = function (n) {\n"
+            "  return function (x) {\n    return x + n;\n  };\n};\n",
+            "src/twice.js": "exports.twice = function (x) {\n  return x * 2;\n};\n",
+            # 'yields an adder' has a name of its own there and is not the instruction's (the first in
+            # name order): the only case a split can cut.
+            "tests/make.test.js": "const { make } = require('../src/make');\n"
+            "let add2;\n"
+            "test('yields an adder', () => {\n  add2 = make(2);\n  expect(add2(1)).toBe(3);\n});\n"
+            "test('uses it', () => expect(add2(2)).toBe(4));\n"
+            "test('uses it', () => expect(add2(0)).toBe(2));\n",
+            "tests/twice.test.js": "const { twice } = require('../src/twice');\n"
+            "test('twice one', () => expect(twice(1)).toBe(2));\n"
+            "test('twice two', () => expect(twice(2)).toBe(4));\n"
+            "test('twice three', () => expect(twice(3)).toBe(6));\n",
+        },
+    )
+    _lockfile(project)
+    out = tmp_path / "suite"
+    assert main(["suite", "build", str(project), "--out", str(out), "--no-progress"]) == 0
+    rows = [json.loads(x) for x in (out / "mutants.jsonl").read_text().splitlines()]
+    kept = [r for r in rows if r["verdict"] == "kept"]
+    assert {r["file"] for r in kept} == {"src/make.js", "src/twice.js"}, rows
+    for r in kept:
+        if r["file"] == "src/make.js":
+            assert r["held_out"]["why_none"] == "cut_breaks_a_visible_case", r
+            assert "tests/make.test.js::uses it" in r["held_out"]["broken"], r
+        else:
+            assert r["held_out"]["tests"], r
+    suite = load_suite(out)
+    for s in suite.sessions:
+        assert bool(s.held_out) == (s.raw["workspace"]["patch"][0]["file"] == "src/twice.js")
+    summary = run(str(out), ["oracle"], out=tmp_path / "run", progress=False)
+    oracle = summary["agents"]["oracle"]
+    assert oracle["reference_broken"] == [] and oracle["path_accuracy"][3] == 1.0, oracle
+
+
 def test_a_project_whose_tests_all_fail_in_the_sandbox_is_refused_at_the_baseline(
     tmp_path, make_project, capsys
 ):

@@ -357,7 +357,9 @@ def _build(
                 verdict, details = evaluate(box, m, text, base, timeout, related=opts.related)
                 row["verdict"] = verdict
                 if verdict == "kept":
-                    failures, cut = _held_out(out, opts, m, details["failures"], row)
+                    failures, cut = _held_out(
+                        box, out, opts, m, details["failures"], row, base, timeout
+                    )
                     sess = compose.session(name, m, text, failures, rng)
                     if cut is not None:
                         sess["workspace"]["patch"] += cut.patch
@@ -392,7 +394,14 @@ def _build(
 
 
 def _held_out(
-    out: Path, opts: BuildOptions, m: mutants.Mutant, failures: list, row: dict[str, Any]
+    box: Box,
+    out: Path,
+    opts: BuildOptions,
+    m: mutants.Mutant,
+    failures: list,
+    row: dict[str, Any],
+    base: dict[str, Any],
+    timeout: float,
 ) -> tuple[list, held_out.Split | None]:
     """The session's failures (the first one's line as in its cut file) and its split, if any;
     the row records which held-out cases, or why none (held_out.py has the rule)."""
@@ -407,8 +416,35 @@ def _held_out(
     if isinstance(got, str):
         row["held_out"] = {"why_none": got}
         return failures, None
+    broken = _cut_breaks(box, got, base, timeout)
+    if broken:
+        row["held_out"] = {"why_none": "cut_breaks_a_visible_case", "broken": broken[:3]}
+        return failures, None
     row["held_out"] = {"tests": got.held}
     return [got.first, *failures[1:]], got
+
+
+def _cut_breaks(box: Box, cut: held_out.Split, base: dict[str, Any], timeout: float) -> list[str]:
+    """The visible cases that fail on the fixed code once ``cut`` is applied (none for a sound cut).
+
+    A cut case may set up what later cases use (fastest-validator's `it("should compile without
+    error", () => { check = v.compile(...) })`, then cases that call `check`): without it those
+    cases fail whatever the fix, and the session could never verify green. The source file is the
+    base's here (``evaluate`` restored it)."""
+    for f, t in cut.stripped.items():
+        box.sb.write_file(f, t.encode())
+    try:
+        r, _ = box.jest(sorted(cut.stripped), timeout)
+    finally:
+        for f, t in cut.whole.items():
+            box.sb.write_file(f, t.encode())
+    held = set(cut.held)
+    now = _statuses(r)
+    visible = [t for t in base["passing"] if file_of(t) in cut.stripped and t not in held]
+    broken = [t for t in visible if now.get(t) != "passed"]
+    if r.evidence != "nonce" or r.tamper or not now:
+        return broken or [f"{f}::(test file failed to run)" for f in sorted(cut.stripped)]
+    return broken
 
 
 def _write_held_out(folder: Path, cut: held_out.Split) -> None:

@@ -8,7 +8,10 @@ patch entry whose text occurs once in the file at that point); its held-out fold
 test file whole, so the final verification runs every killing case. Everything the agent sees (the
 instruction, the IDE context, the recorded trace) comes from the cut files. A mutant killed by one
 case, or whose other killing cases cannot be cut by text, keeps every test visible and holds none
-out; the build's summary counts both. A test file keeps at least one of its cases visible.
+out; the build's summary counts both. A test file keeps at least one of its cases visible, and
+the build runs the cut files on the fixed code before it keeps a split: when a visible case fails
+there (a cut case set up what it uses), the session holds nothing out
+(`cut_breaks_a_visible_case`).
 """
 
 from __future__ import annotations
