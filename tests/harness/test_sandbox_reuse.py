@@ -5,6 +5,7 @@ file, no process, nothing in /tmp or Jest's cache folder, no Jest host (and so n
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -147,6 +148,41 @@ def test_warm_jest_hosts_are_kept_only_when_no_workspace_code_ran(tmp_path, imag
             _wait_for_ready(prepared, name)
             kept.append(next(s for s in prepared._pool._ready if s.name == name).kept_hosts)
         assert kept == [3, 4, 2, 4], kept
+    finally:
+        prepared.cleanup()
+
+
+def test_a_container_with_the_suites_node_modules_is_reset_and_reused(
+    tmp_path, image, make_project
+):
+    """A real-project suite's dependencies are a read-only bind mount at <workspace>/node_modules.
+    The reset leaves that mount (rmdir of a mount point is EBUSY: every reset failed, and each
+    episode of a real-project suite got a new container) and empties the rest: the next episode
+    runs in the same container, the dependencies still there, the episode's files gone."""
+    deps = tmp_path / "deps"
+    (deps / "dep").mkdir(parents=True)
+    (deps / "dep" / "index.js").write_text("module.exports = 41;\n")
+    (deps / "dep" / "package.json").write_text('{"name": "dep", "main": "index.js"}\n')
+    uses = "test('dep', () => expect(require('dep') + 1).toBe(42));\n"
+    limits = dataclasses.replace(LIMITS, node_modules=str(deps))
+    prepared = sandbox.provider("docker").prepare(limits, workers=1, image=image)
+    try:
+        seen = []
+        for i in range(2):
+            files = {"tests/dep.test.js": uses, f"src/only-in-{i}.js": "module.exports = 1;\n"}
+            sb = prepared.start(make_project(tmp_path / f"p{i}", files))
+            seen.append((sb.name, sb.uses))
+            r = tools.call(sb, "jest_run", {"test_file": "tests/dep.test.js"})
+            assert r.data["num_passed"] == 1, r.data
+            ws = sb.exec(["ls", "-A", "/scratch/ws", "/scratch/ws/src"]).stdout
+            assert "node_modules" in ws and f"only-in-{i}.js" in ws, ws
+            assert f"only-in-{1 - i}.js" not in ws, ws
+            name = sb.name
+            sb.close()
+            if i == 0:
+                _wait_for_ready(prepared, name)
+        assert seen[1] == (seen[0][0], 2), seen
+        assert (deps / "dep" / "index.js").read_text() == "module.exports = 41;\n"
     finally:
         prepared.cleanup()
 

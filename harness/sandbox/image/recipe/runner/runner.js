@@ -599,18 +599,32 @@ function endProcesses(keep, uid = null) {
   }
 }
 
+// A real-project suite's dependencies: a read-only bind mount at <workspace>/node_modules
+// (harness/sandbox/_docker.py), made with the container, the same for every episode of the suite.
+// Not the episode's, and not removable (rmdir of a mount point: EBUSY, which made every reset of
+// such a container fail and the pool start a new one). Only that path, and only while it is
+// another file system: the sandbox user cannot mount anything.
+function isDepsMount(p) {
+  if (p !== path.join(WS, 'node_modules')) return false;
+  try { return fs.lstatSync(p).dev !== fs.lstatSync(WS).dev; } catch (e) { return false; }
+}
+
 function emptyScratch(scratch) {
   // What the sandbox user made, it removes itself (this process has no CAP_DAC_OVERRIDE or
   // CAP_FOWNER, so it may not unlink inside that user's folders); then the rest goes. The
-  // workspace folder itself stays (a kept host's working directory), emptied.
-  cp.spawnSync('sh', ['-c', 'chmod -R u+rwX "$1" 2>/dev/null; find "$1" -depth -mindepth 1 -user "$2" -delete 2>/dev/null; true',
+  // workspace folder itself stays (a kept host's working directory), emptied. Its folders are
+  // opened up first (chmod before find reads each one: one left 000 by the episode); `-xdev`: no
+  // walk of the dependencies' mount (thousands of files, none of them the sandbox user's).
+  cp.spawnSync('sh', ['-c', 'find "$1" -xdev -type d -user "$2" -exec chmod u+rwx {} \\; 2>/dev/null; find "$1" -xdev -depth -mindepth 1 -user "$2" -delete 2>/dev/null; true',
     'sh', scratch, String(SANDBOX_ID)], { uid: SANDBOX_ID, gid: SANDBOX_ID, timeout: 20000, stdio: 'ignore' });
   for (const dir of [scratch, WS]) {
     for (const e of fs.readdirSync(dir)) {
-      if (path.join(dir, e) !== WS) fs.rmSync(path.join(dir, e), { recursive: true, force: true });
+      const p = path.join(dir, e);
+      if (p !== WS && !isDepsMount(p)) fs.rmSync(p, { recursive: true, force: true });
     }
   }
-  const left = fs.readdirSync(scratch).filter((e) => path.join(scratch, e) !== WS).concat(fs.readdirSync(WS));
+  const left = fs.readdirSync(scratch).filter((e) => path.join(scratch, e) !== WS)
+    .concat(fs.readdirSync(WS).filter((e) => !isDepsMount(path.join(WS, e))));
   if (left.length) throw new Error(`reset: the scratch space still holds ${left.join(', ')}`);
   for (const kind of ['shm', 'msg', 'sem']) {
     let lines = [];
