@@ -242,7 +242,7 @@ def take_baseline(
         passing = _passed(run)
     files, complete = _files(sb)
     listing = _listing(files)
-    listed = set(test_files) | set(sb.config_files)
+    listed = set(test_files) | set(sb.config_files) | set(sb.support_files)
     protected = protected_paths(listing, listed)
     others = sorted(set(files) - set(protected)) if complete else []
     hashes = _hashes(sb, protected + others)

@@ -78,6 +78,7 @@ class Sandbox(Protocol):
     config_files: list[
         str
     ]  # workspace files the Jest config names (setup files, environments, ...)
+    support_files: list[str]  # modules only the tests load that make assertions (test helpers)
 
     def exec(
         self,

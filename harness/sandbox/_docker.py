@@ -318,7 +318,11 @@ class Pool:
         key = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
         sb.init_workspace(files, listed=self._listed.get(key))
         if sb.test_files:
-            self._listed[key] = {"test_files": sb.test_files, "config_files": sb.config_files}
+            self._listed[key] = {
+                "test_files": sb.test_files,
+                "config_files": sb.config_files,
+                "support_files": sb.support_files,
+            }
         return sb
 
     def give_back(self, used: DockerSandbox) -> None:

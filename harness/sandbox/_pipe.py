@@ -125,6 +125,8 @@ class RunnerSandbox:
             raise
         self.test_files: list[str] = r.get("test_files") or []
         self.config_files: list[str] = r.get("config_files") or []  # files the Jest config names
+        # modules only the tests load that make assertions (runner/test-support.js)
+        self.support_files: list[str] = r.get("support_files") or []
         return self
 
     def exec(

@@ -113,32 +113,13 @@ def test_the_projects_jest_config_says_which_scripts_are_test_files(tmp_path, im
     """Tests named ``test/add.js`` under a ``testRegex`` (no .test. in the name), beside a helper
     the config ignores: the commit is kept on its test file alone, and a commit that changes only
     the helper is left out as no_test_file, by Jest's own listing."""
-    import subprocess
-
-    monkeypatch.setenv("ETAI_CACHE", str(tmp_path / "cache"))
-    repo = tmp_path / "p"
-    (repo / "lib").mkdir(parents=True)
-    (repo / "test").mkdir()
     jest = {"testRegex": "/test/[^/]+\\.js$", "testPathIgnorePatterns": ["/test/helpers\\.js$"]}
-    (repo / "package.json").write_text(json.dumps({"name": "p", "version": "1.0.0", "jest": jest}))
-    lock = {"name": "p", "version": "1.0.0", "lockfileVersion": 3, "requires": True,
-            "packages": {"": {"name": "p", "version": "1.0.0"}}}  # fmt: skip
-    (repo / "package-lock.json").write_text(json.dumps(lock))
+    repo, commit = _git_project(tmp_path, monkeypatch, jest)
     add, test, helper = (
         repo / "lib" / "add.js",
         repo / "test" / "add.js",
         repo / "test" / "helpers.js",
     )
-    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.org", "GIT_COMMITTER_NAME": "a",
-           "GIT_COMMITTER_EMAIL": "a@example.org", "PATH": "/usr/bin:/bin"}  # fmt: skip
-
-    def commit(message: str, files: dict) -> None:
-        for path, text in files.items():
-            path.write_text(text)
-        for args in (["add", "-A"], ["commit", "-qm", message]):
-            subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
-
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     commit("add", {
         add: "module.exports = (a, b) => a - b;\n",
         helper: "exports.two = 2;\n",
@@ -163,3 +144,59 @@ def test_the_projects_jest_config_says_which_scripts_are_test_files(tmp_path, im
     assert verdicts["fix: add adds"]["verdict"] == "kept", verdicts
     left = verdicts["fix: a comment and a helper"]
     assert left["verdict"] == "no_test_file" and left["scripts"] == ["test/helpers.js"], left
+
+
+def _git_project(tmp_path: Path, monkeypatch, jest: dict | None = None):
+    """An empty project under git (lib/, test/, a lockfile without dependencies) and the function
+    that commits files to it: ``commit(message, {path: text})``."""
+    import subprocess
+
+    monkeypatch.setenv("ETAI_CACHE", str(tmp_path / "cache"))
+    repo = tmp_path / "p"
+    (repo / "lib").mkdir(parents=True)
+    (repo / "test").mkdir()
+    manifest = {"name": "p", "version": "1.0.0", **({"jest": jest} if jest else {})}
+    (repo / "package.json").write_text(json.dumps(manifest))
+    lock = {"name": "p", "version": "1.0.0", "lockfileVersion": 3, "requires": True,
+            "packages": {"": {"name": "p", "version": "1.0.0"}}}  # fmt: skip
+    (repo / "package-lock.json").write_text(json.dumps(lock))
+    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.org", "GIT_COMMITTER_NAME": "a",
+           "GIT_COMMITTER_EMAIL": "a@example.org", "PATH": "/usr/bin:/bin"}  # fmt: skip
+
+    def commit(message: str, files: dict) -> None:
+        for path, text in files.items():
+            path.write_text(text)
+        for args in (["add", "-A"], ["commit", "-qm", message]):
+            subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    return repo, commit
+
+
+def test_a_fix_of_the_tests_helper_is_left_out(tmp_path, image, monkeypatch):
+    """A helper beside the sources that makes the tests' assertions (runner/test-support.js) is
+    protected in every episode, so a commit that fixes it cannot be a session: its reference would
+    edit a protected file. Without the support listing it is kept (the parent fails, the commit
+    passes); without this check it is tried and left out only when graded."""
+    repo, commit = _git_project(tmp_path, monkeypatch)
+    add, check, test = (
+        repo / "lib" / "add.js",
+        repo / "lib" / "check.js",
+        repo / "test" / "add.test.js",
+    )
+    commit("add", {
+        add: "module.exports = (a, b) => a + b;\n",
+        check: "exports.same = (got, want) => expect(got).toBe(want + 1);\n",
+        test: "const add = require('../lib/add');\nconst { same } = require('../lib/check');\n\n"
+        "test('adds', () => same(add(2, 3), 5));\n",
+    })  # fmt: skip
+    commit("fix: the helper compares what it is given", {
+        check: "exports.same = (got, want) => expect(got).toBe(want);\n",
+        test: "const add = require('../lib/add');\nconst { same } = require('../lib/check');\n\n"
+        "test('adds', () => same(add(2, 3), 5));\ntest('adds zero', () => same(add(2, 0), 2));\n",
+    })  # fmt: skip
+    out = tmp_path / "mined"
+    argv = ["suite", "mine", str(repo), "--out", str(out), "--range", "HEAD~1..HEAD"]
+    main([*argv, "--src", "lib", "--runs", "1", "--no-progress"])
+    (row,) = _rows(out)
+    assert row["verdict"] == "fix_in_test_helper" and row["files"] == ["lib/check.js"], row

@@ -210,10 +210,12 @@ class FakeSandbox:
         *,
         test_files=(W, OTHER),
         config_files=(),
+        support_files=(),
         limits: Limits | None = None,
     ):
         self.files, self.jest = dict(files), jest_answer
         self.test_files, self.config_files = list(test_files), list(config_files)
+        self.support_files = list(support_files)
         self.limits = limits or Limits()
         self.requests: list[tuple[str, dict, float | None]] = []
 
@@ -520,11 +522,20 @@ def test_verify_unguarded_sandbox_reads_the_report():
 
 
 def test_take_baseline_measures_what_the_preflight_did_not():
-    files = dict(CLEAN, **{"src/a.js": "a", "setup/jest.setup.js": "s", "tests/data.json": "d"})
+    files = dict(
+        CLEAN,
+        **{
+            "src/a.js": "a",
+            "setup/jest.setup.js": "s",
+            "tests/data.json": "d",
+            "src/check.js": "c",
+        },
+    )
     sb = FakeSandbox(
         files,
         _jest_answer({W: [("fixed", "failed"), ("still", "passed")], OTHER: [("old", "passed")]}),
         config_files=["setup/jest.setup.js"],
+        support_files=["src/check.js"],
         limits=Limits(timeout_s=4, output_cap=99),
     )
     base = take_baseline(sb, [W, OTHER])
@@ -538,8 +549,10 @@ def test_take_baseline_measures_what_the_preflight_did_not():
         OTHER: "o-hash",
         "tests/data.json": "d",
         "setup/jest.setup.js": "s",
+        "src/check.js": "c",  # a helper only the tests load that asserts (runner/test-support.js)
         **{c: None for c in CONFIG_FILES if c != "package.json"},
     }
+    assert "src/a.js" not in base.protected
     sb = FakeSandbox(files, _jest_answer(ALL_PASS), limits=Limits(timeout_s=4))
     take_baseline(sb, [W, OTHER], timeout=2.5)
     want = {"timeout_ms": 2500, "output_cap": Limits().output_cap, "fresh": True}

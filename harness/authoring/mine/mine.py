@@ -264,6 +264,10 @@ def _runs(cand: Candidate, box: Box) -> dict[str, Any]:
     tests = [t for t in cand.tests if t in listed]
     if not tests:
         return {"verdict": "no_test_file", "scripts": cand.tests[:5]}
+    # A fix of the tests' own helper (runner/test-support.js) edits what every episode protects.
+    helpers = sorted(set(cand.after) & set(box.sb.support_files))
+    if helpers:
+        return {"verdict": "fix_in_test_helper", "files": helpers}
     timeout = opts.timeout_s
     parent_runs, commit_runs, first = [], [], None
     for i in range(opts.runs):

@@ -35,6 +35,7 @@ _RUNNER_FILES = (
     "file-sig.js",
     "warm-template.js",
     "transform-cache.js",
+    "test-support.js",
 )
 _DEPS_FILES = ("package.json", "package-lock.json")
 

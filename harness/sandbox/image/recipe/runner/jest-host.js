@@ -220,13 +220,13 @@ async function listTests(nonce) {
     await runCLI(argv, [WS]);
   } finally { console.log = log; }
   const files = JSON.parse(lines.join('\n') || '[]').map((f) => path.relative(WS, f)).sort();
+  const { configs } = await require(require.resolve('jest-config', { paths: [JEST] })).readConfigs(argv, [WS]);
   // What the config names (setup files, environments, transforms) is as protected as the tests.
-  let named = [];
-  if (guard) {
-    const { configs } = await require(require.resolve('jest-config', { paths: [JEST] })).readConfigs(argv, [WS]);
-    named = [...new Set([].concat(...configs.map(guard.configFiles)))].sort();
-  }
-  send({ nonce, files, config_files: named });
+  const named = guard ? [...new Set([].concat(...configs.map(guard.configFiles)))].sort() : [];
+  // And so is the tests' own code outside the places tests are named by (test-support.js).
+  const roots = files.concat(named).map((f) => path.resolve(WS, f));
+  const support = await require('./test-support').supportFiles(JEST, WS, configs, roots);
+  send({ nonce, files, config_files: named, support_files: support });
 }
 
 // One run of the template the runner wrote (warm-template.js), in a folder no test can write.

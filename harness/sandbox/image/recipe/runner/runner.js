@@ -446,16 +446,17 @@ const handlers = {
     if (!listed) {
       untrusted = true; // the listing loads the workspace's Jest config into the host
       const r = await hostCall(hosts, 0, { op: 'list' }, 60000);
-      listed = r.ok ? { test_files: r.answer.files, config_files: r.answer.config_files || [] } : {};
+      listed = r.ok ? { test_files: r.answer.files, config_files: r.answer.config_files || [], support_files: r.answer.support_files || [] } : {};
     }
     testFiles = listed.test_files || [];
     const configFiles = listed.config_files || [];
-    protectedFiles = testFiles.concat(configFiles);
+    const supportFiles = listed.support_files || []; // the tests' helpers (test-support.js)
+    protectedFiles = testFiles.concat(configFiles, supportFiles);
     // The other hosts are needed only by runs of several test files: started now, while the agent
     // thinks, and not for a workspace of one (each costs ~0.5 s of CPU to load and warm; #15).
     if (testFiles.length > 1) for (let i = 1; i < N_HOSTS; i++) warmHost(hosts, i);
     refillFresh();
-    return { files: Object.keys(req.files || {}).length, test_files: testFiles, config_files: configFiles };
+    return { files: Object.keys(req.files || {}).length, test_files: testFiles, config_files: configFiles, support_files: supportFiles };
   },
 
   jest: (req) => {
