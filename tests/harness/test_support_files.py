@@ -67,6 +67,38 @@ def test_a_helper_that_asserts_is_protected_and_the_sources_are_not(tmp_path, ma
         sb.close()
 
 
+FORWARDED = {
+    # Jest's graph covers `src` alone; the helper folder beside it is followed from the test
+    "package.json": '{"name": "p", "version": "1.0.0", "jest": {"roots": ["<rootDir>/src"]}}\n',
+    "support/check.js": "const { deep } = require('./deep');\nexports.same = (a, b) => deep(a, b);\n",
+    "support/deep.js": "exports.deep = (got, want) => expect(got).toEqual(want);\n",
+    "src/sum.js": FILES["src/sum.js"],
+    "src/util.js": FILES["src/util.js"],
+    SPEC: "const { same } = require('../support/check');\nconst { sum } = require('./sum');\n"
+    "test('adds', () => same(sum(1, 2), 3));\n",
+}
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_helper_that_hands_the_assertion_on_is_protected_too(tmp_path, make_project, image):
+    """A forwarder that asserts nothing itself, outside the config's `roots`, in front of the
+    module that asserts: both are the tests' code, since an agent would empty the forwarder."""
+    from harness import sandbox, tools
+
+    root = make_project(tmp_path / "forwarded", FORWARDED)
+    sb = sandbox.start("docker", root, image=image, limits=Limits(memory_mb=512, timeout_s=30))
+    try:
+        assert sb.support_files == ["support/check.js", "support/deep.js"]
+        base = take_baseline(sb, sb.test_files)
+        empty = "exports.same = () => {};\n"
+        assert tools.call(sb, "file_write", {"file": "support/check.js", "content": empty}).ok
+        v = verify(sb, base, [SPEC])
+        assert not v.green and v.checks == ["protected_files"], v.reason
+    finally:
+        sb.close()
+
+
 HELPER = (
     "exports.same = (got, want) => {\n"
     "  if (got === undefined) throw new Error('no value');\n"
