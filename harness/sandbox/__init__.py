@@ -43,6 +43,13 @@ class Limits:
     transform_cache: bool = True
 
 
+def jest_heap_mb(memory_mb: int) -> int:
+    """A Jest host's V8 heap limit (``--max-old-space-size``): 60% of the sandbox's memory, so that
+    a test that grows without end fails as a heap overflow, not as a killed container. The image's
+    code cache is made for the limits of 1024 and 2048 MB (image/recipe/Dockerfile)."""
+    return max(128, int(memory_mb * 0.6))
+
+
 # Variables a suite may not set: they would reach the root runner (preloads, library and module
 # search paths, where HOME and the workspace are) or the harness's own settings (ETAI_*).
 SUITE_ENV_REFUSED = ("NODE_OPTIONS", "NODE_PATH", "PATH", "HOME", "TMPDIR", "LD_", "ETAI_", "GIT_")

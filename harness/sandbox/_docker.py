@@ -20,7 +20,14 @@ import uuid
 from pathlib import Path
 
 from harness.base.errors import InfraError
-from harness.sandbox import Limits, close_quietly, process_alive, register, transforms
+from harness.sandbox import (
+    Limits,
+    close_quietly,
+    jest_heap_mb,
+    process_alive,
+    register,
+    transforms,
+)
 from harness.sandbox import image as _image
 from harness.sandbox._pipe import RunnerSandbox, jest_hosts
 from harness.session.workspace import workspace_files
@@ -100,7 +107,7 @@ def create_container(
         "HOME": "/scratch",
         "TMPDIR": "/scratch/tmp",
         "ETAI_WORKSPACE": "/scratch/ws",
-        "ETAI_JEST_HEAP_MB": str(max(128, int(limits.memory_mb * 0.6))),
+        "ETAI_JEST_HEAP_MB": str(jest_heap_mb(limits.memory_mb)),
         "ETAI_JEST_HOSTS": str(jest_hosts(limits)),
     }
     if trusted_root:

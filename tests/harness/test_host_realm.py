@@ -63,6 +63,12 @@ def test_host_realm_search_paths_and_loads_are_not_writable(image, make_project,
             assert len(loaded) > 100 and any("/jest-config/" in f for f in loaded), loaded[:5]
             assert info["home"] and not info["home"].startswith(info["tmpdir"])
             assert _writable(sb, loaded + paths + [info["home"]]) == [], which
+            # Jest's compiled code came from the image's cache (code-cache.js), which nobody here
+            # can write: most of what the host compiled of Jest, and no entry V8 refused.
+            cache = info["code_cache"]
+            assert cache["hits"] > 300 and cache["rejected"] == 0, cache
+            assert cache["folder"].endswith("/max-old-space-size=614"), cache
+            assert _writable(sb, [cache["folder"]]) == [], which
 
 
 def test_code_planted_outside_the_workspace_is_refused_by_the_host(image, make_project, tmp_path):

@@ -36,6 +36,8 @@ _RUNNER_FILES = (
     "warm-template.js",
     "transform-cache.js",
     "test-support.js",
+    "code-cache.js",
+    "code-cache-build.js",
 )
 _DEPS_FILES = ("package.json", "package-lock.json")
 

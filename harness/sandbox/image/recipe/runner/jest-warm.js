@@ -19,7 +19,7 @@
 
 const Module = require('module');
 const path = require('path');
-const vm = require('vm');
+const codeCache = require('./code-cache');
 
 function jestModule(jest, pkg, file) {
   const dir = path.dirname(require.resolve(`${pkg}/package.json`, { paths: [jest] }));
@@ -60,14 +60,20 @@ function memoized(original, keep) {
   };
 }
 
+// Whether a file lies inside the Jest install (real path: module file names are real paths, and
+// the install may be reached through a link).
+function inside(jest) {
+  const install = require('fs').realpathSync(path.resolve(jest, '..')) + path.sep;
+  return (p) => typeof p === 'string' && p.startsWith(install);
+}
+
 module.exports = warm;
 module.exports.through = through;
 module.exports.unframed = unframed;
+module.exports.inside = inside;
 
 function warm(jest) {
-  // Real path: module file names are real paths, and the install may be reached through a link.
-  const install = require('fs').realpathSync(path.resolve(jest, '..')) + path.sep;
-  const inJest = (p) => typeof p === 'string' && p.startsWith(install);
+  const inJest = inside(jest);
 
   // 1. File system answers of the resolver (Jest forgets them at the start of every run): 7-10%.
   const walkers = jestModule(jest, 'jest-resolve', 'build/fileWalkers.js');
@@ -113,7 +119,7 @@ function warm(jest) {
       const hit = scripts.get(filename);
       if (hit && hit.source === source && hit.head === head) return hit.script;
       if (source.includes('import(')) return through(original, this, arguments);
-      const script = new vm.Script(this.wrapCodeInModuleWrapper(source), { displayErrors: true, filename });
+      const script = codeCache.script('jest', filename, this.wrapCodeInModuleWrapper(source));
       scripts.set(filename, { source, head, script });
       return script;
     };

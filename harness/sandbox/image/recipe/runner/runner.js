@@ -476,7 +476,7 @@ const handlers = {
   host_paths: async (req) => {
     const r = await hostCall(req.set === 'fresh' ? fresh : hosts, 0, { op: 'paths' }, 30000);
     if (!r.ok) throw new Error(`host_paths: ${r.reason}`);
-    return r.answer.paths;
+    return Object.assign({ code_cache: r.answer.code_cache }, r.answer.paths); // code-cache.js stats
   },
 
   read: (req) => {
