@@ -23,13 +23,10 @@ sys.path.insert(0, str(ROOT))
 
 DRIVER = r"""
 'use strict';
-const cp = require('child_process'), fs = require('fs'), path = require('path');
+const cp = require('child_process'), fs = require('fs');
 const [rounds, heap] = process.argv.slice(2).map(Number);
 const warmDir = '/scratch/warm';
-for (const [f, t] of Object.entries(require('/opt/etai/warm-template.js'))) {
-  fs.mkdirSync(path.dirname(path.join(warmDir, f)), { recursive: true });
-  fs.writeFileSync(path.join(warmDir, f), t);
-}
+require('/opt/etai/warm-template.js').writeTo(warmDir);
 fs.mkdirSync('/scratch/ws'); fs.mkdirSync('/scratch/tmp'); fs.chmodSync('/scratch/tmp', 0o1777);
 const cpu = (pid) => { const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(s[11]) + Number(s[12])) / 100; };

@@ -13,10 +13,7 @@ function once(heapMb) {
   const tmp = fs.mkdtempSync('/tmp/etai-code-cache-'); // the image's TMPDIR is made at run time
   const ws = path.join(tmp, 'ws');
   const warmDir = path.join(tmp, 'warm');
-  for (const [f, text] of Object.entries(require('./warm-template'))) {
-    fs.mkdirSync(path.dirname(path.join(warmDir, f)), { recursive: true });
-    fs.writeFileSync(path.join(warmDir, f), text);
-  }
+  require('./warm-template').writeTo(warmDir);
   fs.mkdirSync(ws);
   const env = Object.assign({}, process.env, { ETAI_CODE_CACHE_WRITE: '1', ETAI_WORKSPACE: ws, TMPDIR: tmp });
   const host = cp.fork(path.join(__dirname, 'jest-host.js'), [], {

@@ -71,6 +71,7 @@ module.exports = warm;
 module.exports.through = through;
 module.exports.unframed = unframed;
 module.exports.inside = inside;
+module.exports.jestModule = jestModule;
 
 function warm(jest) {
   const inJest = inside(jest);

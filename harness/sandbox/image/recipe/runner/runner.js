@@ -675,10 +675,7 @@ function makeScratch() {
     fs.mkdirSync(TRANSFORM_OUT, { recursive: true });
     fs.chmodSync(TRANSFORM_OUT, 0o1777); // written by the hosts (the sandbox user)
   }
-  for (const [name, text] of Object.entries(require('./warm-template'))) {
-    fs.mkdirSync(path.dirname(path.join(WARM_DIR, name)), { recursive: true, mode: 0o755 });
-    fs.writeFileSync(path.join(WARM_DIR, name), text, { mode: 0o644 });
-  }
+  require('./warm-template').writeTo(WARM_DIR);
 }
 makeScratch();
 hosts[0] = startHost(hosts, 0); // load Jest now, while the sandbox waits in the pool

@@ -20,6 +20,7 @@
 
 const fs = require('fs');
 const path = require('path');
+const { jestModule } = require('./jest-warm');
 
 // A free call (no `.` before the name: not `re.test(s)`), member chains included (`jest.fn(`,
 // `describe.each(`). `test` and `it` are common names for a predicate or an iterator: only a call
@@ -45,11 +46,10 @@ function read(file) {
 // `roots`: test files and config-named files (absolute); `configs`: the project configs Jest read.
 // Returns workspace paths, sorted.
 async function supportFiles(jest, ws, configs, roots) {
-  const need = (name) => require(require.resolve(name, { paths: [jest] }));
-  const Runtime = need('jest-runtime').default;
-  const { DependencyResolver } = need('jest-resolve-dependencies');
+  const Runtime = jestModule(jest, 'jest-runtime', 'build/index.js').default;
+  const { DependencyResolver } = jestModule(jest, 'jest-resolve-dependencies', 'build/index.js');
   // (The package's exports map hides its default extractor: loaded by its file.)
-  const { extractor } = require(path.join(path.dirname(require.resolve('jest-haste-map', { paths: [jest] })), 'lib', 'dependencyExtractor.js'));
+  const { extractor } = jestModule(jest, 'jest-haste-map', 'build/lib/dependencyExtractor.js');
   const inWs = (f) => { const r = path.relative(ws, f); return !!r && !r.startsWith('..') && !path.isAbsolute(r) && !r.split(path.sep).includes('node_modules'); };
   const isRoot = new Set(roots);
   const loads = new Map(); // workspace module -> the workspace modules it loads

@@ -7,7 +7,10 @@
 // async tests, the common matchers, a mock, a thrown error.
 'use strict';
 
-module.exports = {
+const fs = require('fs');
+const path = require('path');
+
+const files = {
   'package.json': JSON.stringify({ name: 'etai-warm', private: true, jest: { testEnvironment: 'node' } }),
   'src/calc.js': "'use strict';\nexports.add = (a, b) => a + b;\nexports.later = (v) => Promise.resolve(v);\n"
     + "exports.check = (x) => { if (x < 0) throw new RangeError('negative'); return [x, { x }]; };\n",
@@ -18,4 +21,15 @@ module.exports = {
     + "  test('mock', () => { const f = jest.fn(); f(1); expect(f).toHaveBeenCalledWith(1); expect({ a: 1, b: 2 }).toMatchObject({ a: 1 }); });\n"
     + "});\n",
 };
+
+// Written by the runner where no test can write (root-owned, read-only to the sandbox user), by the
+// image build and by bench/host_start.py.
+function writeTo(dir) {
+  for (const [name, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true, mode: 0o755 });
+    fs.writeFileSync(path.join(dir, name), text, { mode: 0o644 });
+  }
+}
+
+module.exports = { files, writeTo };
 
