@@ -51,8 +51,8 @@ function script(kind, filename, source) {
 
 // Node's loader compiles a module as a function with an import() hook; a script from here has none,
 // so a file that uses import(), or starts with a hashbang (not valid after the wrapper's head), or
-// that V8 refuses to parse, keeps Node's own path. What the function is handed is what Node's
-// makeRequireFunction gives a module (lib/internal/modules/helpers.js).
+// that V8 refuses to parse, keeps Node's own path. What the function is handed is what Node's own
+// loader gives a module (its makeRequireFunction): require with resolve, paths, main, extensions, cache.
 function hookLoader(inside) {
   const compile = Module.prototype._compile;
   Module.prototype._compile = function (content, filename, format) {
