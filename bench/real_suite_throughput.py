@@ -63,7 +63,11 @@ def arm_cache(tmp: Path, name: str) -> Path:
     cache = tmp / f"cache-{name}"
     cache.mkdir()
     for entry in base.iterdir() if base.is_dir() else ():
-        if entry.name not in ("preflight", "transforms"):
+        if entry.name not in (
+            "preflight",
+            "transforms",
+            "transforms-2",
+        ):  # either store folder name
             (cache / entry.name).symlink_to(entry)
     return cache
 

@@ -27,6 +27,7 @@ so a result row shows which one fired:
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -393,14 +394,17 @@ def verify(
 
 
 def _held_out_run(sb: Sandbox, base: Baseline, timeout: float | None) -> jest.JestResult:
-    """One graded run with the held-out files in the workspace. The runner writes them (the sandbox
-    user cannot write the workspace) and a replaced test file gets its shipped content back after
-    the run, so its hash matches again; a new one stays, ignored by the listing check, until the
-    container is reset (nothing of the agent's runs after the final verification)."""
+    """One graded run with the held-out files in the workspace. The runner writes them sealed: the
+    sandbox user can neither write nor read them, so the code under test cannot take the expected
+    values from them while they run (runner.js ``sealed``; docs/grading.md#sealed-held-out-tests).
+    A replaced test file gets its shipped content back after the run, so its hash matches again; a
+    new one stays, ignored by the listing check, until the container is reset (nothing of the
+    agent's runs after the final verification)."""
     originals = {p: sb.read_file(p) for p in base.held_out if base.protected.get(p) is not None}
     try:
         for p, data in sorted(base.held_out.items()):
-            sb.write_file(p, data)
+            payload = {"path": p, "content_b64": base64.b64encode(data).decode(), "sealed": True}
+            sb.request("write", payload)
         return _full_run(sb, timeout, only=sorted(base.held_out))
     finally:
         for p, data in originals.items():

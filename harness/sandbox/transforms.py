@@ -14,6 +14,7 @@ import hashlib
 import io
 import os
 import re
+import shutil
 import tarfile
 import threading
 from pathlib import Path
@@ -26,12 +27,19 @@ OUT = "/scratch/transforms"  # where its hosts write what they transformed
 _NAME = re.compile(r"^[0-9a-f]{64}(\.map)?$")
 MAX_ENTRY = 16 << 20  # bytes of one transformed file or map kept at most
 MAX_HARVEST = 512 << 20  # bytes taken from one sandbox at most
+# The store's folder under $ETAI_CACHE, named by what its entries may hold. Every sandbox can read
+# the store, so it never holds a sealed file's transform (a held-out test: transform-cache.js writes
+# none); a store in a folder of another name may, and is removed when the store is opened.
+NAME = "transforms-2"
+_OTHER_NAMES = ("transforms",)
 
 
 def store() -> Path:
-    """The store folder (made if missing): ``$ETAI_CACHE/transforms``, without the partial files of
-    a harvest whose process is gone (SIGKILL)."""
-    d = _image.cache_dir() / "transforms"
+    """The store folder (made if missing): ``$ETAI_CACHE/<NAME>``, without the partial files of a
+    harvest whose process is gone (SIGKILL)."""
+    for other in _OTHER_NAMES:
+        shutil.rmtree(_image.cache_dir() / other, ignore_errors=True)
+    d = _image.cache_dir() / NAME
     d.mkdir(parents=True, exist_ok=True)
     for tmp in d.glob(".*.tmp"):
         pid = tmp.name.split(".")[-2]

@@ -9,6 +9,7 @@ final verification only. Code that answers the visible tests and keeps the bug i
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from pathlib import Path
@@ -21,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "reports"))
 import tamper_corpus
 from etai_cmd import etai
 
+from harness.grading import jest
+from harness.session.records import Status
 from harness.suites.load import load_suite
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -150,3 +153,60 @@ def test_held_out_tests_that_pass_on_the_bug_are_refused(tmp_path, make_suite):
     assert row["status"] == "reference_broken", row
     assert "do not catch the bug" in row["reason"] or "no test of its own" in row["reason"]
     assert r.returncode != 0 or "broken" in r.stdout
+
+
+# What the code under test can read of the test file that loaded it, by each way a module has: the
+# test context's fs, Jest's own reader every context holds, and a command.
+PROBE = """'use strict';
+const tries = {
+  fs: (f) => require('fs').readFileSync(f, 'utf8'),
+  jestNative: (f) => globalThis[Symbol.for('jest-native-read-file')](f, 'utf8'),
+  cat: (f) => require('child_process').execFileSync('cat', [f], { encoding: 'utf8' }),
+};
+exports.reads = (f, way) => {
+  try { return tries[way](f).includes('reads(' + '__filename'); } catch (e) { return false; }
+};
+"""
+SEALED_TEST = """'use strict';
+const { reads } = require('../src/probe');
+test.each(['fs', 'jestNative', 'cat'])('the code under test cannot read this file through %s', (way) => {
+  expect(reads(__filename, way)).toBe(false);
+});
+"""
+
+
+def test_sealed_test_file_runs_but_nothing_of_the_sandbox_user_reads_it(
+    tmp_path, make_project, image
+):
+    """runner.js ``sealed`` (the held-out run's writes, verify.py ``_held_out_run``): Jest runs the
+    file from the text the runner hands its fresh host, and no process of the sandbox user can read
+    it: not the test context's fs, not Jest's own reader, not a command. The same file written the
+    ordinary way fails its own test (each way reads it): the test can fail."""
+    from harness import sandbox
+    from harness.sandbox import Limits
+
+    ws = make_project(tmp_path / "ws", {"package.json": '{"name": "p", "private": true}',
+                                        "src/probe.js": PROBE, "tests/open.test.js": "test('x', () => {});\n"})  # fmt: skip
+    prepared = sandbox.provider("docker").prepare(Limits(memory_mb=1024, timeout_s=60), workers=1, image=image)  # fmt: skip
+    try:
+        sb = prepared.start(ws)
+        try:
+            data = base64.b64encode(SEALED_TEST.encode()).decode()
+            run = {"fresh": True, "test_files": ["tests/sealed.test.js"], "timeout_ms": 60000}
+            sb.request(
+                "write", {"path": "tests/sealed.test.js", "content_b64": data, "sealed": True}
+            )
+            sealed = jest.from_runner(sb.request("jest", run), guarded=True)
+            shell = sb.exec(["sh", "-c", "cat tests/sealed.test.js; grep -rlF 'reads(__filename' /scratch /tmp 2>/dev/null; true"])  # fmt: skip
+            sb.write_file("tests/sealed.test.js", SEALED_TEST.encode())  # ordinary again
+            plain = jest.from_runner(sb.request("jest", run), guarded=True)
+        finally:
+            sb.close()
+    finally:
+        prepared.cleanup()
+    assert sealed.status is Status.PASSED and sealed.evidence == "nonce", sealed.reason
+    assert [t.status for t in sealed.tests] == ["passed"] * 3
+    assert "Permission denied" in shell.stderr and "reads(" not in shell.stdout, shell
+    # (nor its transformed code, which hosts write where they keep transforms, transform-cache.js)
+    assert "/" not in shell.stdout, shell.stdout
+    assert plain.status is Status.FAILED and [t.status for t in plain.tests] == ["failed"] * 3

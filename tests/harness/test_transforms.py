@@ -152,3 +152,15 @@ def test_the_store_drops_what_a_killed_harvest_left(tmp_path, monkeypatch):
     live.write_text("partial")
     assert transforms.store() == root and not left.exists() and live.exists()
     assert transforms._valid(key, _entry("x = 1;")) and not transforms._valid(key, b"0\nx = 1;")
+
+
+def test_a_store_under_another_folder_name_is_removed(tmp_path, monkeypatch):
+    """Every sandbox reads the store: one kept under another name may hold transforms of sealed
+    (held-out) test files, which this store never admits (transforms.NAME)."""
+    monkeypatch.setenv("ETAI_CACHE", str(tmp_path))
+    old = tmp_path / "transforms" / "ab" / ("ab" * 32)
+    old.parent.mkdir(parents=True)
+    old.write_bytes(_entry("expect(held(1)).toBe(2);"))
+    root = transforms.store()
+    assert root == tmp_path / transforms.NAME and root.is_dir()
+    assert not (tmp_path / "transforms").exists()

@@ -38,6 +38,7 @@ _RUNNER_FILES = (
     "test-support.js",
     "code-cache.js",
     "code-cache-build.js",
+    "sealed.js",
 )
 _DEPS_FILES = ("package.json", "package-lock.json")
 

@@ -19,7 +19,7 @@
 const path = require('path');
 const util = require('util');
 const { lockRealm } = require('./guard-lockdown');
-const { through, unframed } = require('./jest-warm');
+const { through, unframed, amend } = require('./jest-warm');
 
 // Captured at load, before any workspace code runs in this process.
 const { apply, defineProperty, getOwnPropertyDescriptor, ownKeys, getPrototypeOf } = Reflect;
@@ -701,11 +701,8 @@ function facade(mod, rec) {
 // and the test file added, check the file at the end. Each step is appended to an existing line,
 // so every stack frame and failure message reads exactly as in stock Jest.
 function amendAdapter(jestDir) {
-  const circus = path.dirname(require.resolve('jest-circus/package.json', { paths: [jestDir] }));
-  const file = path.join(circus, 'build', 'legacy-code-todo-rewrite', 'jestAdapter.js');
-  let text = require('fs').readFileSync(file, 'utf8');
   const hook = JSON.stringify(require.resolve('./guard-framework'));
-  const edits = [
+  amend(jestDir, 'jest-circus', path.join('build', 'legacy-code-todo-rewrite', 'jestAdapter.js'), [
     ["'use strict';\n", `'use strict'; const __etaiGuard = require(${hook});\n`],
     ['    testPath\n  });\n  if (config.fakeTimers.enableGlobally) {',
       '    testPath\n  }); __etaiGuard.arm(runtime, environment, config, globals, snapshotState);\n  if (config.fakeTimers.enableGlobally) {'],
@@ -713,18 +710,7 @@ function amendAdapter(jestDir) {
       '  } __etaiGuard.relock(runtime);\n  const esm = runtime.unstable_shouldLoadAsEsm(testPath);'],
     ['    runtime.requireModule(testPath);\n  }\n  const results', '    runtime.requireModule(testPath);\n  } __etaiGuard.relock(runtime);\n  const results'],
     ['  _addSnapshotData(results, snapshotState);\n', '  _addSnapshotData(results, snapshotState); __etaiGuard.fileEnd(runtime, results);\n'],
-  ];
-  for (const [from, to] of edits) {
-    if (text.split(from).length !== 2) throw new Error(`etai guard: ${file} changed; re-check the adapter amendments`);
-    text = text.replace(from, to);
-  }
-  const Module = require('module');
-  const m = new Module(file, null);
-  m.filename = file;
-  m.paths = Module._nodeModulePaths(path.dirname(file));
-  m._compile(text, file);
-  m.loaded = true;
-  require.cache[file] = m;
+  ], 'etai guard');
 }
 
 // Make every test file in this process run under the rules above; call once, after Jest is loaded.

@@ -36,8 +36,12 @@ const CODE_CACHE_WRITE = process.env.ETAI_CODE_CACHE_WRITE === '1'; // the image
 codeCache.install(process.env.ETAI_CODE_CACHE, require('./jest-warm').inside(JEST), { write: CODE_CACHE_WRITE });
 // Keep what never changes between runs (the Jest install itself): about half of a run.
 require('./jest-warm')(JEST);
+// Held-out test files this host's user cannot read: their text comes with the graded request.
+const sealed = require('./sealed');
+sealed.install(JEST);
 // Transformed code from a store nobody here can write, keyed by all it depends on (#32).
-require('./transform-cache')(JEST, { store: process.env.ETAI_TRANSFORM_STORE, out: process.env.ETAI_TRANSFORM_OUT });
+require('./transform-cache')(JEST, { store: process.env.ETAI_TRANSFORM_STORE, out: process.env.ETAI_TRANSFORM_OUT,
+  sealed: sealed.isSealed });
 
 const { runCLI } = require(JEST);
 // Grading integrity (guard.js). Off only where the harness asks for it by name (benchmarks).
@@ -281,6 +285,7 @@ process.on('message', (m) => {
   if (guard && Array.isArray(m.protected)) guard.addProtected(m.protected);
   // The workspace as the runner set it up, once per host, before this host first loads the config.
   if (guard && m.pristine) guard.setPristine(m.pristine);
+  if (m.sealed) sealed.serve(m.sealed);
   const work = served(m.op === 'list' ? listTests(nonce) : run(nonce, m.test_files, m.name_pattern, m.shard, m.related, m.scope));
   work.catch((e) => {
     // Jest failed as a whole (a config that threw, or a file the guard refused to load): the guard's

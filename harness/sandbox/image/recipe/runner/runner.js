@@ -281,6 +281,12 @@ async function givingWay(work) {
   }
 }
 
+// Held-out test files as the harness wrote them for a graded run (verify.py `_held_out_run`):
+// root's alone, mode 0600, so that no process of the sandbox user (the code under test, a command
+// it starts, a stray of the agent's) can read their expected values; the fresh hosts get their
+// text with the request (sealed.js). Absolute path -> base64.
+const sealed = new Map();
+
 let testFiles = null; // the test files of the pristine workspace, listed at init
 let protectedFiles = []; // those and the files the Jest config names, sent with every run
 let pristine = null; // each workspace file's inode:size:ctime as init left it (guard.js `hostLoads`)
@@ -330,7 +336,7 @@ async function jestRun(req) {
   if (req.fresh && AS_ROOT) endProcesses(hosts.concat(fresh).filter(Boolean).map((h) => h.proc.pid), SANDBOX_ID);
   const parts = await Promise.all([...Array(n).keys()].map((i) => hostCall(set, i,
     { test_files: files, name_pattern: req.name_pattern || null, shard: n > 1 ? `${i + 1}/${n}` : null,
-      protected: protectedFiles, related, scope },
+      protected: protectedFiles, related, scope, sealed: req.fresh && sealed.size ? Object.fromEntries(sealed) : null },
     req.timeout_ms, req.output_cap)));
   // Which files a related run reaches is Jest's answer: none is expected beforehand. A scoped run
   // expects what its hosts listed (every host lists for itself; the union, should they differ).
@@ -404,12 +410,28 @@ function search(pattern, dir, max, flags) {
   return { matches, truncated };
 }
 
-function writeFileSafe(p, data) {
+function writeFileSafe(p, data, { mode = null } = {}) {
   fs.mkdirSync(path.dirname(p), { recursive: true, mode: 0o755 });
   // Re-check after mkdir: a symlinked parent created meanwhile must not redirect the write.
   if (!inside(fs.realpathSync(path.dirname(p)))) throw new ToolError('path leaves the workspace (through a symlink)');
+  if (mode !== null) {
+    // A new file (a new inode) that has `mode` before it holds anything, renamed into place: a
+    // descriptor opened on an earlier file of that name never sees this text.
+    const tmp = path.join(path.dirname(p), `.etai-new-${crypto.randomBytes(8).toString('hex')}`);
+    try {
+      fs.writeFileSync(tmp, data, { mode, flag: 'wx' });
+      fs.renameSync(tmp, p);
+    } finally { fs.rmSync(tmp, { force: true }); }
+    return;
+  }
   try { if (fs.lstatSync(p).isSymbolicLink()) fs.unlinkSync(p); } catch (e) { /* new file */ }
   fs.writeFileSync(p, data);
+}
+
+// A sealed file written again by any other write is an ordinary file again: removed first, so the
+// write makes a new one with the usual mode.
+function unseal(p) {
+  if (sealed.delete(p)) fs.rmSync(p, { force: true });
 }
 
 const GIT_ENV = Object.assign({}, process.env, {
@@ -492,7 +514,14 @@ const handlers = {
 
   write: (req) => {
     const p = resolvePath(req.path, { mustExist: false, write: true });
-    writeFileSafe(p, Buffer.from(req.content_b64 || '', 'base64'));
+    const data = Buffer.from(req.content_b64 || '', 'base64');
+    if (req.sealed) {
+      writeFileSafe(p, data, { mode: 0o600 });
+      sealed.set(p, data.toString('base64'));
+    } else {
+      unseal(p);
+      writeFileSafe(p, data);
+    }
     return { path: rel(p), bytes: fs.statSync(p).size };
   },
 
@@ -506,6 +535,7 @@ const handlers = {
     const idx = text.indexOf(req.old);
     const before = text.slice(0, idx);
     const next = req.all ? text.split(req.old).join(req.new) : before + req.new + text.slice(idx + req.old.length);
+    unseal(p);
     writeFileSafe(p, next);
     const line = before.split('\n').length;
     const column = idx - before.lastIndexOf('\n');
@@ -650,7 +680,7 @@ function resetContainer() {
   for (const h of kept) {
     if (h.tmp) { fs.mkdirSync(h.tmp, { mode: 0o1777 }); fs.chmodSync(h.tmp, 0o1777); }
   }
-  testFiles = null; protectedFiles = []; pristine = null; untrusted = false;
+  testFiles = null; protectedFiles = []; pristine = null; untrusted = false; sealed.clear();
   if (!hosts[0]) warmHost(hosts, 0); // answered now; the next Jest run waits for the warm-up
   if (!fresh[0]) warmHost(fresh, 0);
   return { reset: true, kept_hosts: kept.length };

@@ -105,16 +105,30 @@ function write(out, key, result) {
   } catch (e) { /* a full scratch space: the store just gets nothing from this file */ }
 }
 
-function patch(proto, store, out) {
+// A sealed file (sealed.js) is transformed in memory only: Jest's own path writes every transform's
+// code and source map (the test's text) to its cache folder, which the sandbox user can read, and
+// so would this module's `write`. Without a map, its failures' stack frames keep transformed lines.
+function sealedTransform(t, filepath, content, options) {
+  const filename = realpathSync(filepath);
+  const { transformer, transformerConfig = {} } = t._getTransformer(filename) || {};
+  if (!transformer || !t.shouldTransform(filename)) return { code: content, originalCode: content, sourceMapPath: null };
+  if (typeof transformer.process !== 'function') throw new Error(`etai sealed: the transformer of ${filepath} has no process()`);
+  const processed = transformer.process(content, filename, Object.assign({}, options,
+    { cacheFS: t._cacheFS, config: t._config, configString: t._cache.configString, transformerConfig }));
+  return { code: typeof processed === 'string' ? processed : processed.code, originalCode: content, sourceMapPath: null };
+}
+
+function patch(proto, store, out, sealed) {
   const original = proto.transformSource;
   if (typeof original !== 'function' || typeof proto._getCacheKey !== 'function') {
     throw new Error('transform-cache: ScriptTransformer changed; re-check transform-cache.js');
   }
   proto.transformSource = function transformSource(filepath, content, options) {
+    if (sealed(filepath)) return sealedTransform(this, filepath, content, options);
     let key = null;
     try {
       const real = realpathSync(filepath);
-      if (real.startsWith(WS)) key = trustedKey(this, proto, real, content, options);
+      if ((store || out) && real.startsWith(WS)) key = trustedKey(this, proto, real, content, options);
     } catch (e) { key = null; } // Jest's own path below reports what is wrong with the file
     if (key && store) {
       const hit = read(store, key);
@@ -128,8 +142,7 @@ function patch(proto, store, out) {
 
 // Every ScriptTransformer is made by createScriptTransformer (jest-runner, per test file): its
 // class is not exported, so the prototype is patched when the first one is made.
-module.exports = function install(jest, { store, out }) {
-  if (!store && !out) return;
+module.exports = function install(jest, { store, out, sealed = () => false }) {
   const runner = path.dirname(require.resolve('jest-runner/package.json', { paths: [jest] }));
   const dir = path.dirname(require.resolve('@jest/transform/package.json', { paths: [runner] }));
   const mod = require(path.join(dir, 'build', 'ScriptTransformer.js'));
@@ -138,7 +151,7 @@ module.exports = function install(jest, { store, out }) {
   mod.createScriptTransformer = async function createScriptTransformer(...args) {
     const t = await create.apply(this, args);
     const proto = Object.getPrototypeOf(t);
-    if (patched !== proto) { patch(proto, store, out); patched = proto; }
+    if (patched !== proto) { patch(proto, store, out, sealed); patched = proto; }
     return t;
   };
 };
