@@ -54,7 +54,7 @@ TEST_DIRS = frozenset({"__tests__", "__mocks__", "__snapshots__", "__fixtures__"
 TOP_TEST_DIRS = frozenset({"test", "tests", "spec", "__test__"})
 _CONFIG_RE = re.compile(
     r"^(package\.json|jest\.config\.[cm]?[jt]s|jest\.config\.json|babel\.config\.[cm]?[jt]s|"
-    r"babel\.config\.json|\.babelrc(\.[cm]?js|\.json)?|tsconfig(\.[\w-]+)?\.json)$"
+    r"babel\.config\.json|\.babelrc(\.[cm]?[jt]s|\.json)?|\.babelignore|tsconfig(\.[\w-]+)?\.json)$"
 )
 _TEST_NAME_RE = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$")
 

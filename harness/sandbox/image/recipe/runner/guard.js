@@ -43,7 +43,7 @@ const ours = (e) => unframed(e, OWN_FILES);
 // harness/grading/verify.py, which hashes the same set before and after a run.
 const TEST_DIRS = new Set(['__tests__', '__mocks__', '__snapshots__', '__fixtures__']);
 const TOP_TEST_DIRS = new Set(['test', 'tests', 'spec', '__test__']);
-const CONFIG_RE = /^(package\.json|jest\.config\.[cm]?[jt]s|jest\.config\.json|babel\.config\.[cm]?[jt]s|babel\.config\.json|\.babelrc(\.[cm]?js|\.json)?|tsconfig(\.[\w-]+)?\.json)$/;
+const CONFIG_RE = /^(package\.json|jest\.config\.[cm]?[jt]s|jest\.config\.json|babel\.config\.[cm]?[jt]s|babel\.config\.json|\.babelrc(\.[cm]?[jt]s|\.json)?|\.babelignore|tsconfig(\.[\w-]+)?\.json)$/;
 const TEST_NAME_RE = /\.(test|spec)\.[cm]?[jt]sx?$/;
 
 // What decides a verdict runs after workspace code and must not go through what that code can change
