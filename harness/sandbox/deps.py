@@ -150,11 +150,15 @@ def node_modules(project: Path, *, log=lambda m: None) -> Path:
 
 
 def sandbox_limits(suite, limits):
-    """``limits`` with what ``suite`` declares for its sandboxes (env; node_modules installed now)."""
+    """``limits`` with what ``suite`` declares for its sandboxes (env, deadline, memory; node_modules
+    installed now)."""
 
     sb = suite.sandbox
-    if not sb.env and sb.node_modules is None and sb.timeout_s is None:
+    if not sb.env and sb.node_modules is None and sb.timeout_s is None and sb.memory_mb is None:
         return limits
     nm = str(node_modules(sb.node_modules)) if sb.node_modules is not None else None
     timeout = limits.timeout_s if sb.timeout_s is None else sb.timeout_s
-    return dataclasses.replace(limits, env=sb.env, node_modules=nm, timeout_s=timeout)
+    memory = limits.memory_mb if sb.memory_mb is None else sb.memory_mb
+    return dataclasses.replace(
+        limits, env=sb.env, node_modules=nm, timeout_s=timeout, memory_mb=memory
+    )

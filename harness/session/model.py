@@ -79,6 +79,9 @@ class Session:
     # The suite's sandbox variables (suite.yaml `sandbox.env`): they change what Jest reports, so
     # they are part of the hash. node_modules is not: the lockfile that decides it is a workspace file.
     sandbox_env: tuple[tuple[str, str], ...] = ()
+    sandbox_memory_mb: int | None = (
+        None  # suite.yaml `sandbox.memory_mb`: hashed for the same reason
+    )
     # Held-out verification tests (``held_out_tests``: a folder of the suite whose files mirror
     # workspace paths): never in the sandbox while the agent acts, written in only for the final
     # verification (harness/runs/loop.py). None: the session has none.
@@ -99,6 +102,8 @@ class Session:
         h = hashlib.sha256(json.dumps(self.raw, sort_keys=True).encode())
         if self.sandbox_env:
             h.update(json.dumps(self.sandbox_env).encode())
+        if self.sandbox_memory_mb is not None:
+            h.update(f"memory_mb={self.sandbox_memory_mb}".encode())
         for p in sorted(self.workspace.rglob("*")):
             if p.is_file() and "node_modules" not in p.parts:
                 h.update(str(p.relative_to(self.workspace)).encode() + b"\0" + p.read_bytes())
@@ -115,6 +120,7 @@ class SuiteSandbox:
     # A folder with the project's lockfile: `npm ci` installs from it, mounted read-only.
     node_modules: Path | None = None
     timeout_s: float | None = None  # a real project's whole suite can outlast the default deadline
+    memory_mb: int | None = None  # a project whose tests need more than the default sandbox's
 
 
 @dataclass(frozen=True)

@@ -159,7 +159,7 @@ def _cursor(
 
 
 def _session(
-    obj: Any, where: str, root: Path, probs: _Problems, env: tuple[tuple[str, str], ...] = ()
+    obj: Any, where: str, root: Path, probs: _Problems, sandbox: SuiteSandbox = SuiteSandbox()
 ) -> Session | None:
 
     if not isinstance(obj, dict):
@@ -298,7 +298,7 @@ def _session(
         return None
     return Session(
         sid, instr, ide, tuple(steps), final, ws, tuple(vfiles), intent, target, raw=obj,
-        sandbox_env=env, held_out_dir=held,
+        sandbox_env=sandbox.env, sandbox_memory_mb=sandbox.memory_mb, held_out_dir=held,
     )  # fmt: skip
 
 
@@ -484,7 +484,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
             continue
         if isinstance(sid, str):
             seen[sid] = n
-        s = _session(obj, where, root, probs, sandbox.env)
+        s = _session(obj, where, root, probs, sandbox)
         if s is not None:
             sessions.append(s)
     if not probs.items and not sessions:
@@ -535,14 +535,23 @@ def suite_defaults(meta: dict, root: Path) -> dict[str, int]:
 
 
 def _suite_sandbox(obj: Any, root: Path) -> SuiteSandbox:
-    """suite.yaml's ``sandbox: {env: {NAME: value}, node_modules: FOLDER}``; InputError naming the key."""
+    """suite.yaml's ``sandbox: {env: {NAME: value}, node_modules: FOLDER, timeout_s: S, memory_mb: MB}``;
+    InputError naming the key."""
 
     where = str(root / "suite.yaml")
     if obj is None:
         return SuiteSandbox()
-    if not isinstance(obj, dict) or set(obj) - {"env", "node_modules", "timeout_s"}:
+    if not isinstance(obj, dict) or set(obj) - {"env", "node_modules", "timeout_s", "memory_mb"}:
         raise InputError(
-            "sandbox: must be a mapping of env, node_modules and timeout_s", where=where
+            "sandbox: must be a mapping of env, node_modules, timeout_s and memory_mb", where=where
+        )
+    memory = obj.get("memory_mb")
+    if memory is not None and (
+        isinstance(memory, bool) or not isinstance(memory, int) or not 256 <= memory <= 16384
+    ):
+        raise InputError(
+            f"sandbox.memory_mb: must be a whole number of MiB in [256, 16384], got {memory!r}",
+            where=where,
         )
     timeout = obj.get("timeout_s")
     if timeout is not None and (
@@ -574,4 +583,4 @@ def _suite_sandbox(obj: Any, root: Path) -> SuiteSandbox:
                 "its lockfile",
                 where=where,
             )
-    return SuiteSandbox(tuple(sorted((k, str(v)) for k, v in env.items())), deps, timeout)
+    return SuiteSandbox(tuple(sorted((k, str(v)) for k, v in env.items())), deps, timeout, memory)

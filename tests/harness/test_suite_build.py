@@ -16,6 +16,7 @@ import pytest
 from harness.authoring.build import compose, mutants
 from harness.base.errors import InputError
 from harness.cli import main
+from harness.runs.session_jobs import sandbox_profile
 from harness.sandbox.deps import lockfile_digest, node_modules
 from harness.suites.load import load_suite
 
@@ -89,13 +90,23 @@ def test_edits_apply_in_order(patched):
 def test_suite_yaml_sandbox_section(patched):
     suite = load_suite(
         patched([EDIT], yaml="sandbox:\n  env: {TZ: America/New_York, LANG: en_US.utf8}\n"
-                "  node_modules: base\n  timeout_s: 90\n")
+                "  node_modules: base\n  timeout_s: 90\n  memory_mb: 2048\n")
     )  # fmt: skip
     assert suite.sandbox.env == (("LANG", "en_US.utf8"), ("TZ", "America/New_York"))
     assert suite.sandbox.node_modules == suite.path / "base" and suite.sandbox.timeout_s == 90
-    # The variables are part of every session's hash: they change what Jest reports.
+    assert suite.sandbox.memory_mb == 2048
+    # The variables and the memory are part of every session's hash: they change what Jest reports.
     plain = load_suite(patched([EDIT]))
     assert plain.sessions[0].content_hash != suite.sessions[0].content_hash
+    memory = load_suite(patched([EDIT], yaml="sandbox:\n  memory_mb: 2048\n"))
+    assert memory.sessions[0].content_hash not in (
+        plain.sessions[0].content_hash,
+        suite.sessions[0].content_hash,
+    )
+    # and every sandbox of a run gets them (harness/runs/session_jobs.py sandbox_profile)
+    limits = sandbox_profile(memory)
+    assert limits.memory_mb == 2048 and sandbox_profile(plain).memory_mb == 1024
+    assert limits.timeout_s == sandbox_profile(plain).timeout_s
 
 
 @pytest.mark.parametrize(
@@ -108,6 +119,9 @@ def test_suite_yaml_sandbox_section(patched):
         ("sandbox:\n  node_modules: nowhere\n", "sandbox.node_modules"),
         ("sandbox:\n  node_modules: ../..\n", "sandbox.node_modules"),
         ("sandbox:\n  timeout_s: 0\n", "sandbox.timeout_s"),
+        ("sandbox:\n  memory_mb: 100\n", "sandbox.memory_mb: must be a whole number"),
+        ("sandbox:\n  memory_mb: 2048.5\n", "sandbox.memory_mb"),
+        ("sandbox:\n  memory_mb: '2g'\n", "sandbox.memory_mb"),
         ("sandbox:\n  mounts: [/etc]\n", "must be a mapping of env"),
     ],
 )

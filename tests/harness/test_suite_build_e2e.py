@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.authoring import MEMORY_MB
 from harness.cli import main
 from harness.runs.runner import run
 from harness.session.intents import INTENTS
@@ -55,6 +56,7 @@ def test_the_built_suite_reads_like_a_developers_sessions(built):
     assert len(suite.sessions) >= 10 and len({s.intent for s in suite.sessions}) >= 4
     assert not (built / "workspaces").exists() and not (built / "base" / "node_modules").exists()
     assert suite.sandbox.node_modules == built / "base"
+    assert suite.sandbox.memory_mb == MEMORY_MB  # replays get the memory the build tested with
     for s in suite.sessions:
         run1, read, edit = s.execution_trace
         patch = s.raw["workspace"]["patch"][0]

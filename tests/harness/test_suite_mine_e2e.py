@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.authoring import MEMORY_MB
 from harness.authoring.mine import fix
 from harness.cli import main
 from harness.runs.runner import run
@@ -60,6 +61,7 @@ def _rows(out: Path) -> list[dict]:
 def test_mined_sessions_start_at_the_parent_and_replay_the_real_fix(mined):
     suite = load_suite(mined)
     assert len(suite.sessions) >= 5
+    assert suite.sandbox.memory_mb == MEMORY_MB  # replays get the memory the mine tested with
     kept = {r["session"]["session_id"]: r for r in _rows(mined) if r["verdict"] == "kept"}
     for s in suite.sessions:
         assert s.intent in INTENTS

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from harness.authoring import MEMORY_MB
 from harness.authoring.build import compose, held_out, mutants
 from harness.authoring.jest_config import JestAdditions, add_to_jest_config, additions
 from harness.authoring.record import replay_steps
@@ -315,7 +316,9 @@ def _build(
     if not has_lockfile(out / "base"):
         resolve_lockfile(out / "base", log=log)
     deps = node_modules(out / "base", log=log)
-    limits = Limits(memory_mb=2048, timeout_s=opts.timeout_s, env=opts.env, node_modules=str(deps))
+    limits = Limits(
+        memory_mb=MEMORY_MB, timeout_s=opts.timeout_s, env=opts.env, node_modules=str(deps)
+    )
     write_text_atomic(out / "suite.yaml", _suite_yaml(name, opts))
     # What a killed build left (its process gone, its container labelled), as a run's prepare does.
     provider(opts.sandbox).prune()
@@ -464,7 +467,12 @@ def _suite_yaml(name: str, opts: BuildOptions) -> str:
         "defaults": {"k": 3, "max_steps": 10},
         # A real project's first run in a fresh sandbox transforms every file (several seconds
         # for redux on an idle machine, 15-25 s on a loaded one): the toy suites' 30 s is too short.
-        "sandbox": {"env": dict(opts.env), "node_modules": "base", "timeout_s": opts.timeout_s},
+        "sandbox": {
+            "env": dict(opts.env),
+            "node_modules": "base",
+            "timeout_s": opts.timeout_s,
+            "memory_mb": MEMORY_MB,
+        },  # fmt: skip
     }
     return yaml.safe_dump(meta, sort_keys=False)
 

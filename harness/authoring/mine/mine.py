@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from harness.authoring import MEMORY_MB
 from harness.authoring.build import held_out
 from harness.authoring.build.build import Box, append_row, failure_records, file_of, read_rows
 from harness.authoring.jest_config import JestAdditions, add_to_jest_config, additions
@@ -88,7 +89,7 @@ def mine(
     with RunFolder(out):
         deps = _deps(repo, found[-1].sha, out / "deps", opts, log)
         limits = Limits(
-            memory_mb=2048, timeout_s=opts.timeout_s, env=opts.env, node_modules=str(deps)
+            memory_mb=MEMORY_MB, timeout_s=opts.timeout_s, env=opts.env, node_modules=str(deps)
         )
         write_text_atomic(out / "suite.yaml", _suite_yaml(name, opts, 3))
         provider(opts.sandbox).prune()  # what a killed mine left, as a run's prepare does
@@ -422,7 +423,12 @@ def _suite_yaml(name: str, opts: MineOptions, longest: int) -> str:
         f"commit whose tests fail at its parent and pass at the commit in all {opts.runs} runs.",
         # k covers the longest reference, so that the oracle's PA@k says whether every one holds.
         "defaults": {"k": k, "max_steps": max(10, k)},
-        "sandbox": {"env": dict(opts.env), "node_modules": "deps", "timeout_s": opts.timeout_s},
+        "sandbox": {
+            "env": dict(opts.env),
+            "node_modules": "deps",
+            "timeout_s": opts.timeout_s,
+            "memory_mb": MEMORY_MB,
+        },  # fmt: skip
     }
     return yaml.safe_dump(meta, sort_keys=False)
 
