@@ -23,6 +23,12 @@ from harness.sandbox import Status
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # "at fn (/scratch/ws/src/a.js:2:15)" or "at /scratch/ws/src/a.js:2:15"
 _FRAME = re.compile(r"at (?:.*? \()?(?P<path>/[^\s():]+):(?P<line>\d+):(?P<col>\d+)\)?")
+# A TypeScript diagnostic as ts-jest words it: a path relative to the project, then the code.
+_TS_ERROR = re.compile(
+    r"^[ \t]*(?P<path>[^\s:]+):(?P<line>\d+):(?P<col>\d+) - error TS\d+", re.MULTILINE
+)
+# Jest's header of a file that failed to load: what follows it says why.
+_SUITE_FAILED = "● Test suite failed to run"
 
 
 @dataclass(frozen=True)
@@ -93,17 +99,25 @@ def error_location(message: str, workspace: str) -> Location | None:
     source file for a TypeError, the test file's assertion line for an ``expect`` failure).
     """
     prefix = workspace.rstrip("/") + "/"
-    for m in _FRAME.finditer(_ANSI.sub("", message)):
+    text = _ANSI.sub("", message)
+    for m in _FRAME.finditer(text):
         path = m.group("path")
         if path.startswith(prefix) and "/node_modules/" not in path:
             return Location(path[len(prefix) :], int(m.group("line")), int(m.group("col")))
+    # A file that did not compile has no frame of its own: ts-jest names where, relative.
+    for m in _TS_ERROR.finditer(text):
+        path = m.group("path")
+        if not path.startswith(("/", "../")) and "node_modules/" not in path:
+            return Location(path, int(m.group("line")), int(m.group("col")))
     return None
 
 
 def _first_line(message: str) -> str:
+    """The message's first line that says something: not Jest's header of a file that failed to
+    load, which would stand for every such failure alike (a TypeScript error, a missing module)."""
     text = _ANSI.sub("", message).strip()
     for line in text.splitlines():
-        if line.strip():
+        if line.strip() and line.strip() != _SUITE_FAILED:
             return line.strip()[:500]
     return ""
 

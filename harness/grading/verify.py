@@ -348,7 +348,7 @@ def verify(
         run.status in (Status.TIMEOUT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT)
         or run.evidence != "nonce"
     ):
-        fired.append(("run", f"verification run {run.status.value}: {run.reason}"))
+        fired.append(("run", _run_problem(run, sb.limits)))
     passed_now = _passed(run)
     bad = [f for f in run.failed_tests if f.file in wanted]
     # (A held-out run leaves the visible tests' verdict to the whole run on the same workspace.)
@@ -391,6 +391,20 @@ def verify(
         run.tests,
         None if ran is None else len(ran),
     )
+
+
+def _run_problem(run: jest.JestResult, limits) -> str:
+    """Why a verification run answers for nothing, in words: the limit it hit, or the runner's reason."""
+    if run.status is Status.MEMORY_LIMIT:
+        why = (
+            f"hit the sandbox's memory limit ({limits.memory_mb} MiB; suite.yaml sandbox.memory_mb)"
+        )
+    elif run.status is Status.TIMEOUT:
+        why = f"ran past its deadline ({limits.timeout_s:g} s; suite.yaml sandbox.timeout_s)"
+    else:
+        why = run.status.value
+    detail = run.reason if run.reason and run.reason != run.status.value else ""
+    return f"verification run {why}" + (f": {detail}" if detail else "")
 
 
 def _held_out_run(sb: Sandbox, base: Baseline, timeout: float | None) -> jest.JestResult:

@@ -149,7 +149,10 @@ def test_a_test_file_that_failed_to_run_is_a_failed_test_with_its_message_and_pl
     assert r.status == Status.FAILED and r.reason is None and not r.tamper
     assert r.failed_tests == [
         FailedTest(
-            "(test file failed to run)", B, "● Test suite failed to run", Location("src/b.js", 3, 1)
+            "(test file failed to run)",
+            B,
+            "SyntaxError: Unexpected token (3:1)",
+            Location("src/b.js", 3, 1),
         )
     ]
     assert (r.num_passed, r.num_failed, r.num_total, r.num_test_files) == (2, 1, 2, 2)
@@ -174,6 +177,22 @@ def test_a_test_file_that_failed_to_run_is_a_failed_test_with_its_message_and_pl
     assert (r.status, r.num_failed, r.num_total, r.reason) == (Status.FAILED, 1, 0, "no test ran")
 
 
+def test_a_typescript_error_is_named_with_its_place_not_jests_header():
+    """ts-jest reports a file that does not type-check as the file failing to run, with the
+    diagnostic (a path relative to the project) below Jest's header and no stack frame."""
+    msg = (
+        "\x1b[1m\x1b[31m  ● Test suite failed to run\x1b[39m\x1b[22m\n\n"
+        "    \x1b[96msrc/CronFileParser.ts\x1b[0m:\x1b[93m21\x1b[0m:\x1b[93m13\x1b[0m - "
+        "\x1b[91merror\x1b[0m\x1b[90m TS2339: \x1b[0mProperty 'readFile' does not exist.\n"
+    )
+    results = [{"file": B, "execError": {"message": "TS"}, "failureMessage": msg, "tests": []}]
+    (failed,) = jest.from_runner(_answer(results, numFailedTestSuites=1)).failed_tests
+    assert failed.message.startswith("src/CronFileParser.ts:21:13 - error TS2339: Property")
+    assert failed.location == Location("src/CronFileParser.ts", 21, 13)
+    # (a diagnostic of a file outside the project names no place in it)
+    assert jest.error_location("../x.ts:1:2 - error TS1: no", "/w") is None
+
+
 def test_an_exec_error_after_the_tests_ran_is_a_failure_of_the_file():
     """An afterAll hook that throws: every test of the file passed, and Jest still fails the file
     ("Test suite failed to run", numRuntimeErrorTestSuites; the answer below is what the runner sent
@@ -187,9 +206,7 @@ def test_an_exec_error_after_the_tests_ran_is_a_failure_of_the_file():
     ]
     r = jest.from_runner(_answer(results, success=False, numRuntimeErrorTestSuites=1))
     assert (r.status, r.num_passed, r.num_failed) == (Status.FAILED, 1, 1)
-    assert r.failed_tests == [
-        FailedTest("(test file failed to run)", A, "\u25cf Test suite failed to run", None)
-    ]
+    assert r.failed_tests == [FailedTest("(test file failed to run)", A, "close failed", None)]
     assert r.passed_tests == [f"{A}::one"]
     # a failing test in the same file is named too, after the file's own failure
     results = [
