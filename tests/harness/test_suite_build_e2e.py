@@ -123,6 +123,41 @@ def test_oracle_reaches_green_on_every_session_and_noop_on_none(built):
     assert f"sessions: {row['sessions']}, projects: 1," in (built.parent / "report.md").read_text()
 
 
+def test_a_build_that_keeps_no_session_fails_and_says_why(tmp_path, make_project, capsys):
+    """Only the file with a test failing in the baseline catches the mutants: none is kept, and the
+    build exits 1 naming the baseline's failure (a suite of nothing is no success)."""
+    project = make_project(
+        tmp_path / "proj",
+        {
+            "src/calc.js": "exports.add = (a, b) => a + b;\n",
+            "tests/add.test.js": "const { add } = require('../src/calc');\n"
+            "test('adds', () => expect(add(2, 3)).toBe(5));\n"
+            "test('was always broken', () => expect('snapshot').toBe('format'));\n",
+        },
+    )
+    _lockfile(project)
+    out = tmp_path / "suite"
+    assert main(["suite", "build", str(project), "--out", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "no session kept; 1 of 2 tests fail in the sandbox before any change" in err, err
+    assert "tests/add.test.js: was always broken: Error: expect(received).toBe(expected)" in err
+
+
+def _lockfile(project: Path) -> None:
+    """An empty lockfile of a project without dependencies."""
+    pkg = json.loads((project / "package.json").read_text())
+    (project / "package-lock.json").write_text(
+        json.dumps(
+            {
+                "name": pkg.get("name", "proj"),
+                "lockfileVersion": 3,
+                "requires": True,
+                "packages": {"": {"name": pkg.get("name", "proj")}},
+            }
+        )
+    )
+
+
 def test_a_file_holding_a_baseline_failing_test_never_verifies_a_session(tmp_path, make_project):
     """A mutant caught only in a test file that also holds a test failing in the baseline would be a
     session that can never verify green (every test of its verification files must pass): it is
@@ -138,17 +173,7 @@ def test_a_file_holding_a_baseline_failing_test_never_verifies_a_session(tmp_pat
             "test('subtracts', () => expect(sub(5, 3)).toBe(2));\n",
         },
     )
-    pkg = json.loads((project / "package.json").read_text())
-    (project / "package-lock.json").write_text(
-        json.dumps(
-            {
-                "name": pkg.get("name", "proj"),
-                "lockfileVersion": 3,
-                "requires": True,
-                "packages": {"": {"name": pkg.get("name", "proj")}},
-            }
-        )
-    )
+    _lockfile(project)
     out = tmp_path / "suite"
     assert main(["suite", "build", str(project), "--out", str(out), "--no-progress"]) == 0
     summary = json.loads((out / "summary.json").read_text())

@@ -155,6 +155,7 @@ def baseline(box: Box, runs: int, timeout: float, progress: bool) -> dict[str, A
         )
     flaky = sorted(t for t, c in tests.items() if 0 < c.get("passed", 0) < runs)
     failing = sorted(t for t, c in tests.items() if c.get("passed", 0) == 0)
+    first = next(iter(r.failed_tests), None)  # of the last run: what a failing test said
     return {
         "runs": runs,
         "seconds": seconds,
@@ -162,6 +163,7 @@ def baseline(box: Box, runs: int, timeout: float, progress: bool) -> dict[str, A
         "passing": passing,
         "flaky": flaky,
         "failing": failing,
+        "first_failure": f"{first.file}: {first.name}: {first.message[:1500]}" if first else None,
     }
 
 
@@ -531,6 +533,7 @@ def _summary(name, done, base, unparsed, candidates, seconds) -> dict[str, Any]:
             "passing": len(base["passing"]),
             "flaky": base["flaky"],
             "failing": base["failing"],
+            "first_failure": base.get("first_failure"),
         },
         "build_seconds": round(seconds, 1),  # this invocation's
         # Over every invocation of a resumed build: the baseline runs and each mutant's runs

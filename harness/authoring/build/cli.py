@@ -122,7 +122,23 @@ def _build(args: argparse.Namespace) -> int:
         log=lambda m: print(m, file=sys.stderr),
     )
     print(json.dumps(summary, indent=2) if args.json else table(summary))
+    if summary["kept"] == 0:  # a suite of nothing is no success
+        print(f"etai suite build: no session kept; {nothing_kept(summary)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def nothing_kept(s: dict) -> str:
+    """Where to look when a build kept no mutant: the baseline's failing tests, else the drops."""
+    b = s["baseline"]
+    if b["failing"]:
+        said = b.get("first_failure") or b["failing"][0]
+        return (
+            f"{len(b['failing'])} of {b['tests']} tests fail in the sandbox before any change, and "
+            f"a mutant counts only where a passing test catches it; the first failure: {said}"
+        )
+    dropped = ", ".join(f"{k} {v}" for k, v in sorted(s["dropped"].items())) or "none tried"
+    return f"every mutant tried was dropped ({dropped}): see mutants.jsonl in the build folder"
 
 
 def table(s: dict) -> str:
