@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "reports"))
 
 import tamper_corpus
 from etai_cmd import etai
+from realrepos import realrepos
 
 from harness.grading import jest
 from harness.session.records import Status
@@ -210,3 +211,50 @@ def test_sealed_test_file_runs_but_nothing_of_the_sandbox_user_reads_it(
     # (nor its transformed code, which hosts write where they keep transforms, transform-cache.js)
     assert "/" not in shell.stdout, shell.stdout
     assert plain.status is Status.FAILED and [t.status for t in plain.tests] == ["failed"] * 3
+
+
+TYPED_SRC = "export const add = (a: number, b: number): number => a + b;\n"
+TYPED_TEST = """import { add } from '../src/calc';
+test('adds', () => {
+  const n: number = add(1, 2);
+  expect(n).toBe(3);
+});
+"""
+
+
+def test_a_sealed_typescript_test_is_type_checked_from_the_requests_text(
+    tmp_path, make_project, image
+):
+    """ts-jest's TypeScript reads the file it type-checks itself (not through Jest): sealed, that
+    read is answered in the host's realm too (sealed.js), so a sealed .ts test runs and is checked,
+    a type error in it failing the run. ts-jest and typescript: fastest-validator's dependencies."""
+    from harness import sandbox
+    from harness.sandbox import Limits
+    from harness.sandbox.deps import node_modules
+
+    deps = node_modules(realrepos() / "fastest-validator")
+    jest_cfg = {"testEnvironment": "node", "transform": {"^.+\\.ts$": "ts-jest"}}
+    ws = make_project(tmp_path / "ws", {
+        "package.json": json.dumps({"name": "p", "private": True, "jest": jest_cfg}),
+        "tsconfig.json": '{"compilerOptions": {"strict": true, "esModuleInterop": true}}',
+        "src/calc.ts": TYPED_SRC,
+        "tests/open.test.ts": "test('x', () => {});\n",
+    })  # fmt: skip
+    limits = Limits(memory_mb=2048, timeout_s=120, node_modules=str(deps))
+    prepared = sandbox.provider("docker").prepare(limits, workers=1, image=image)
+    results = []
+    try:
+        sb = prepared.start(ws)
+        try:
+            for text in (TYPED_TEST, TYPED_TEST.replace("const n: number", "const n: string")):
+                data = base64.b64encode(text.encode()).decode()
+                sb.request("write", {"path": "tests/calc.test.ts", "content_b64": data, "sealed": True})  # fmt: skip
+                run = {"fresh": True, "test_files": ["tests/calc.test.ts"], "timeout_ms": 120000}
+                results.append(jest.from_runner(sb.request("jest", run, timeout=150), guarded=True))
+        finally:
+            sb.close()
+    finally:
+        prepared.cleanup()
+    typed, wrong = results
+    assert typed.status is Status.PASSED and [t.status for t in typed.tests] == ["passed"], typed
+    assert wrong.status is Status.FAILED and "TS2322" in wrong.failed_tests[0].message, wrong

@@ -7,6 +7,7 @@ do-nothing agent on none. In make test (10 sessions; `make real-suites` builds a
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,19 +18,11 @@ from harness.runs.runner import run
 from harness.session.intents import INTENTS
 from harness.suites.load import load_suite
 
-
-def _script():
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "scripts" / "real_suites.py"
-    spec = importlib.util.spec_from_file_location("real_suites", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+sys.path.insert(0, str(Path(__file__).parent))  # the helper modules beside this file
+from realrepos import real_suites_script  # noqa: E402
 
 # One search, the script's: beside the checkout or the one it was cloned from, or $ETAI_REALREPOS.
-REAL_SUITES = _script()
+REAL_SUITES = real_suites_script()
 REDUX = REAL_SUITES.find_realrepos() / "redux"
 # Quiet, with containers reused between episodes (#15): 93 s for both tests, build included. Under
 # load ~30 on 2 cores, before that, the build took 396 s and the replay over 600 s.

@@ -7,6 +7,7 @@ mined-suites` mines more)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,19 +20,11 @@ from harness.session.intents import INTENTS
 from harness.session.workspace import workspace_paths
 from harness.suites.load import load_suite
 
+sys.path.insert(0, str(Path(__file__).parent))  # the helper modules beside this file
+from realrepos import realrepos  # noqa: E402
 
-def _realrepos() -> Path:
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "scripts" / "real_suites.py"
-    spec = importlib.util.spec_from_file_location("real_suites", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.find_realrepos()  # beside the checkout or its origin, or $ETAI_REALREPOS
-
-
-BUNDLE = _realrepos().parent / "realrepos-history" / "fastest-validator.bundle"
-DEPS = _realrepos() / "fastest-validator"
+BUNDLE = realrepos().parent / "realrepos-history" / "fastest-validator.bundle"
+DEPS = realrepos() / "fastest-validator"
 # Eleven commits of November 2018 with five kept fixes and a fix too large for the filters. An old
 # workspace has a small suite, and every graded run is a whole suite: the slice mines and replays in
 # about 4 minutes on 2 busy cores, where 5 sessions of commander (110 test files) took 15.

@@ -20,6 +20,7 @@ const path = require('path');
 const util = require('util');
 const { lockRealm } = require('./guard-lockdown');
 const { through, unframed, amend } = require('./jest-warm');
+const { disk: sealedDisk } = require('./sealed');
 
 // Captured at load, before any workspace code runs in this process.
 const { apply, defineProperty, getOwnPropertyDescriptor, ownKeys, getPrototypeOf } = Reflect;
@@ -528,6 +529,8 @@ function guardedRuntime(Base, jestDir) {
         const real = require(bare);
         copy = (real && typeof real === 'object') || bare === 'assert' || bare === 'assert/strict'
           ? copyModule(real, bare === 'assert' || bare === 'assert/strict') : real;
+        // The disk's readFileSync, not this realm's, which answers sealed files (sealed.js).
+        if (bare === 'fs') defineProperty(copy, 'readFileSync', { value: sealedDisk.readFileSync, writable: true, enumerable: true, configurable: true });
         if (CHANNEL_MODULES.has(bare)) copy = sealChannel(copy, this._etai.rec);
         this._etai.copies.set(bare, copy);
       }

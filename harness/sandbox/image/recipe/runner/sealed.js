@@ -3,16 +3,18 @@
 // The runner writes a held-out test file root's alone (mode 0600, runner.js `sealed`): the code
 // under test, and every command it starts, runs as the sandbox user and gets EACCES, so it cannot
 // read the expected values out of the file while the held-out run is under way. This host runs as
-// that user too: Jest's own reads of a test file (`install`) take a sealed file's text from the
-// graded request instead (`serve`). Nothing else is answered from it: Jest's
-// `jest-native-read-file`, which every test context holds, reads the disk as the sandbox user and
-// gets EACCES like any other read.
+// that user too: the reads of this realm (`install`) take a sealed file's text from the graded
+// request instead (`serve`). A test context's reads do not: its `fs` is the guard's copy, made
+// with the disk's readFileSync (`disk`), and Jest's `jest-native-read-file`, which every context
+// holds, is graceful-fs's, loaded before the patch; both get EACCES like any other read.
 'use strict';
 
 const path = require('path');
 const { amend, jestModule } = require('./jest-warm');
 
 const served = new Map(); // absolute path -> text, for this host's one graded run
+const fs = require('fs');
+const disk = { readFileSync: fs.readFileSync }; // what a test context's fs gets (guard.js)
 
 // The sealed files of a graded request ({ path: base64 }), before any of the run's code is loaded.
 function serve(files) {
@@ -20,9 +22,9 @@ function serve(files) {
 }
 
 // runTest's read: a sealed file's text, or what the disk holds.
-function read(file, disk) {
+function read(file, fromDisk) {
   const text = served.get(path.resolve(file));
-  return text === undefined ? disk() : text;
+  return text === undefined ? fromDisk() : text;
 }
 
 // Whether this host was handed the file's text as sealed.
@@ -30,20 +32,30 @@ function isSealed(file) {
   return served.has(path.resolve(file));
 }
 
-// Jest reads a test file in two places, both made to take a sealed file's text from `served`:
-// jest-runner's runTest.js (for the file's docblock; the line keeps its number, so stack frames
-// read as in stock Jest) and the runtime's `readFileBuffer`, under which every module read goes.
+// This realm's reads of a sealed file, answered from `served`: jest-runner's runTest.js (the file's
+// docblock; the line keeps its number, so stack frames read as in stock Jest), the runtime's
+// `readFileBuffer`, under which every module read goes, and Node's `fs.readFileSync`, with which a
+// transformer reads what it compiles against (ts-jest's TypeScript reads the file to type-check
+// it). graceful-fs, whose copy of readFileSync Jest hands every test context as
+// `jest-native-read-file`, is loaded first, so that copy is the disk's.
 function install(jestDir) {
+  require(require.resolve('graceful-fs', { paths: [jestDir] }));
+  fs.readFileSync = function readFileSync(file, options) {
+    const text = typeof file === 'string' ? served.get(path.resolve(file)) : undefined;
+    if (text === undefined) return Reflect.apply(disk.readFileSync, this, arguments);
+    const encoding = typeof options === 'string' ? options : options && options.encoding;
+    return encoding ? Buffer.from(text, 'utf8').toString(encoding) : Buffer.from(text, 'utf8');
+  };
   const to = `const testSource = require(${JSON.stringify(__filename)}).read(path, () => fs().readFileSync(path, 'utf8'));`;
   amend(jestDir, 'jest-runner', path.join('build', 'runTest.js'),
     [["const testSource = fs().readFileSync(path, 'utf8');", to]], 'etai sealed');
   const { prototype } = jestModule(jestDir, 'jest-runtime', 'build/index.js').default;
-  const disk = prototype.readFileBuffer;
-  if (typeof disk !== 'function') throw new Error('etai sealed: jest-runtime has no readFileBuffer; re-check sealed.js');
+  const bufferFromDisk = prototype.readFileBuffer;
+  if (typeof bufferFromDisk !== 'function') throw new Error('etai sealed: jest-runtime has no readFileBuffer; re-check sealed.js');
   prototype.readFileBuffer = function readFileBuffer(filename) {
     const text = served.get(path.resolve(filename));
-    return text === undefined ? Reflect.apply(disk, this, [filename]) : Buffer.from(text, 'utf8');
+    return text === undefined ? Reflect.apply(bufferFromDisk, this, [filename]) : Buffer.from(text, 'utf8');
   };
 }
 
-module.exports = { install, serve, read, isSealed };
+module.exports = { install, serve, read, isSealed, disk };
