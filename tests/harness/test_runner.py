@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -382,3 +383,43 @@ def test_grading_digest_follows_the_grading_code_only(tmp_path):
     assert digest_with("cli/__init__.py") == base
     for graded in ("grading/verify.py", "grading/jest.py", "runs/loop.py", "sandbox/__init__.py"):
         assert digest_with(graded) != base, graded
+
+
+def test_an_agents_run_after_a_change_is_not_type_checked_against_what_was_there(tmp_path, image):
+    """ts-jest's type checker keeps every file it read for the life of its process: in the agent's
+    warm host, a test that failed to compile against a source kept failing after the source was
+    fixed (a fresh host passed it). A host whose transformer may keep state (not babel-jest) serves
+    no run after a write: the next run starts a new host (runner.js `generation`). ts-jest and
+    typescript: fastest-validator's dependencies."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from realrepos import realrepos
+
+    from harness import sandbox
+    from harness.grading import jest
+    from harness.sandbox import Limits, Status
+    from harness.sandbox.deps import node_modules
+    from harness.tools.conformance import write_project
+
+    cfg = {"testEnvironment": "node", "transform": {"^.+\\.ts$": "ts-jest"}}
+    ws = write_project(tmp_path / "ws", {
+        "package.json": json.dumps({"name": "p", "private": True, "jest": cfg}),
+        "tsconfig.json": '{"compilerOptions": {"strict": true, "esModuleInterop": true}}',
+        "src/calc.ts": "export const plus = (a: number, b: number): number => a + b;\n",
+        "tests/calc.test.ts": "import { add } from '../src/calc';\n"
+                              "test('adds', () => { expect(add(1, 2)).toBe(3); });\n",
+    })  # fmt: skip
+    limits = Limits(memory_mb=2048, timeout_s=120, node_modules=str(node_modules(realrepos() / "fastest-validator")))  # fmt: skip
+    prepared = sandbox.provider("docker").prepare(limits, workers=1, image=image)
+    try:
+        sb = prepared.start(ws)
+        try:
+            run = {"test_files": ["tests/calc.test.ts"], "timeout_ms": 120000}
+            before = jest.from_runner(sb.request("jest", run, timeout=150))
+            sb.write_file("src/calc.ts", b"export const add = (a: number, b: number): number => a + b;\n")  # fmt: skip
+            after = jest.from_runner(sb.request("jest", run, timeout=150))
+        finally:
+            sb.close()
+    finally:
+        prepared.cleanup()
+    assert before.status is Status.FAILED and "TS2305" in before.failed_tests[0].message, before
+    assert after.status is Status.PASSED and after.num_passed == 1, after.failed_tests

@@ -40,8 +40,8 @@ require('./jest-warm')(JEST);
 const sealed = require('./sealed');
 sealed.install(JEST);
 // Transformed code from a store nobody here can write, keyed by all it depends on (#32).
-require('./transform-cache')(JEST, { store: process.env.ETAI_TRANSFORM_STORE, out: process.env.ETAI_TRANSFORM_OUT,
-  sealed: sealed.isSealed });
+const transformCache = require('./transform-cache');
+transformCache(JEST, { store: process.env.ETAI_TRANSFORM_STORE, out: process.env.ETAI_TRANSFORM_OUT, sealed: sealed.isSealed });
 
 const { runCLI } = require(JEST);
 // Grading integrity (guard.js). Off only where the harness asks for it by name (benchmarks).
@@ -209,7 +209,8 @@ async function run(nonce, testFiles, namePattern, shard, related, scope) {
   const record = guard ? guard.takeRun() : null;
   // Written out now, in the same turn as the guard's last check: a timer a test left behind could
   // otherwise run during the waits below and change what slim() and the writer call.
-  const answer = encode({ nonce, report: slim(results), guard: record, jest_ms: jestMs, planned });
+  const answer = encode({ nonce, report: slim(results), guard: record, jest_ms: jestMs, planned,
+    stateful: transformCache.keepsState() });
   // Let what tests wrote reach the runner before the answer does, so its output cap can act:
   // writes to a pipe queue up in this process, and a flood would otherwise outrun the answer.
   await drained(process.stdout);

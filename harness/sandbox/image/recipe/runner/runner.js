@@ -234,6 +234,7 @@ async function hostCall(set, slot, msg, timeoutMs, outputCap) {
   return new Promise((resolve) => {
     const timer = setTimeout(() => { h.reason = 'timeout'; killHost(h); }, timeoutMs || 30000);
     h.pending = { nonce, resolve, timer };
+    h.generation = generation;
     h.proc.send(Object.assign({ nonce }, msg));
   }).then((r) => {
     const duration_ms = Date.now() - t0;
@@ -243,6 +244,7 @@ async function hostCall(set, slot, msg, timeoutMs, outputCap) {
       killHost(h);
       set[slot] = null;
     }
+    if (r.ok && r.result.stateful) h.stateful = true;
     if (r.ok) return { ok: true, answer: r.result, duration_ms, output_bytes: h.outN };
     let reason = r.reason;
     if (!reason && oomKills() > oomBefore) reason = 'memory_limit';
@@ -286,6 +288,11 @@ async function givingWay(work) {
 // it starts, a stray of the agent's) can read their expected values; the fresh hosts get their
 // text with the request (sealed.js). Absolute path -> base64.
 const sealed = new Map();
+
+// The workspace as the writes of tools leave it (the sandbox user cannot write it): one number more
+// at every write. An agent's host whose transformer keeps state between runs (transform-cache.js
+// `keepsState`) serves no run after a change: the next starts in a new host.
+let generation = 0;
 
 let testFiles = null; // the test files of the pristine workspace, listed at init
 let protectedFiles = []; // those and the files the Jest config names, sent with every run
@@ -331,6 +338,10 @@ async function jestRun(req) {
   const n = Math.min(N_HOSTS, files ? files.length : (testFiles || []).length) || 1;
   const t0 = Date.now();
   const set = req.fresh ? fresh : hosts;
+  for (let i = 0; i < n && !req.fresh; i++) {
+    const h = hosts[i];
+    if (h && h.stateful && h.generation !== generation) { killHost(h); hosts[i] = null; }
+  }
   // A graded run: no process that workspace code started is left to act on it (a stray of a test
   // or a command that left its process group); the hosts it runs in are fresh (see `fresh`).
   if (req.fresh && AS_ROOT) endProcesses(hosts.concat(fresh).filter(Boolean).map((h) => h.proc.pid), SANDBOX_ID);
@@ -515,6 +526,7 @@ const handlers = {
   write: (req) => {
     const p = resolvePath(req.path, { mustExist: false, write: true });
     const data = Buffer.from(req.content_b64 || '', 'base64');
+    generation++;
     if (req.sealed) {
       writeFileSafe(p, data, { mode: 0o600 });
       sealed.set(p, data.toString('base64'));
@@ -536,6 +548,7 @@ const handlers = {
     const before = text.slice(0, idx);
     const next = req.all ? text.split(req.old).join(req.new) : before + req.new + text.slice(idx + req.old.length);
     unseal(p);
+    generation++;
     writeFileSafe(p, next);
     const line = before.split('\n').length;
     const column = idx - before.lastIndexOf('\n');

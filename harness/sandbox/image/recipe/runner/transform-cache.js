@@ -118,12 +118,24 @@ function sealedTransform(t, filepath, content, options) {
   return { code: typeof processed === 'string' ? processed : processed.code, originalCode: content, sourceMapPath: null };
 }
 
-function patch(proto, store, out, sealed) {
+// Transformers this host ran that are neither Jest's own nor babel-jest: such a transformer may keep
+// what it read of other files between runs (ts-jest's type checker keeps every file it read, so
+// a test compiled against a source the agent changed since still failed as before; runner.js
+// starts a new host for the agent's next run after a change).
+const stateful = new Set();
+function noteTransformer(t, filepath, jest) {
+  let used = null;
+  try { used = t._getTransformPath(filepath); } catch (e) { return; }
+  if (typeof used === 'string' && !used.startsWith(jest) && !/[\\/]node_modules[\\/]babel-jest[\\/]/.test(used)) stateful.add(used);
+}
+
+function patch(proto, store, out, sealed, jest) {
   const original = proto.transformSource;
   if (typeof original !== 'function' || typeof proto._getCacheKey !== 'function') {
     throw new Error('transform-cache: ScriptTransformer changed; re-check transform-cache.js');
   }
   proto.transformSource = function transformSource(filepath, content, options) {
+    noteTransformer(this, filepath, jest);
     if (sealed(filepath)) return sealedTransform(this, filepath, content, options);
     let key = null;
     try {
@@ -143,6 +155,7 @@ function patch(proto, store, out, sealed) {
 // Every ScriptTransformer is made by createScriptTransformer (jest-runner, per test file): its
 // class is not exported, so the prototype is patched when the first one is made.
 module.exports = function install(jest, { store, out, sealed = () => false }) {
+  const jestFiles = realpathSync(path.resolve(jest, '..')) + path.sep; // the Jest install's own files
   const runner = path.dirname(require.resolve('jest-runner/package.json', { paths: [jest] }));
   const dir = path.dirname(require.resolve('@jest/transform/package.json', { paths: [runner] }));
   const mod = require(path.join(dir, 'build', 'ScriptTransformer.js'));
@@ -151,7 +164,9 @@ module.exports = function install(jest, { store, out, sealed = () => false }) {
   mod.createScriptTransformer = async function createScriptTransformer(...args) {
     const t = await create.apply(this, args);
     const proto = Object.getPrototypeOf(t);
-    if (patched !== proto) { patch(proto, store, out, sealed); patched = proto; }
+    if (patched !== proto) { patch(proto, store, out, sealed, jestFiles); patched = proto; }
     return t;
   };
 };
+// Whether a transformer of this host's runs may keep state between runs (`stateful`).
+module.exports.keepsState = () => stateful.size > 0;
