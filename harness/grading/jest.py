@@ -112,6 +112,11 @@ def error_location(message: str, workspace: str) -> Location | None:
     return None
 
 
+def plain(text: str) -> str:
+    """``text`` without its terminal colours (Jest and ts-jest colour what they print)."""
+    return _ANSI.sub("", text)
+
+
 def _first_line(message: str) -> str:
     """The message's first line that says something: not Jest's header of a file that failed to
     load, which would stand for every such failure alike (a TypeScript error, a missing module)."""

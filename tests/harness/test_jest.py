@@ -421,3 +421,11 @@ def test_every_file_of_a_run_is_checked_and_recorded():
         f"{A}::two",
         f"{B}::three",
     ] and r.status == Status.PASSED
+
+
+def test_plain_drops_terminal_colours():
+    """What mine keeps of a failure (commits.jsonl `why`, `tail`) is read in files, not terminals."""
+    assert (
+        jest.plain("\x1b[1m\x1b[31m● boom\x1b[39m\x1b[22m at \x1b[96msrc/a.ts\x1b[0m")
+        == "● boom at src/a.ts"
+    )

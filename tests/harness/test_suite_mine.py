@@ -107,6 +107,12 @@ def test_the_instruction_never_names_what_only_the_fix_introduces():
         ),
         ("fix(array): keep empty items (#1234)", "", "Keep empty items"),
         (
+            "Set milliseconds to 0 before returning schedule (fixes #363)",
+            "",
+            "Set milliseconds to 0 before returning schedule",
+        ),
+        ("Accept leap days [closes #7] in ranges", "", "Accept leap days in ranges"),
+        (
             "Merge pull request #104 from someone/master",
             "Add messages to array rule\n\nmore",
             "Add messages to array rule",

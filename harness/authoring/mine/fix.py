@@ -113,6 +113,7 @@ def leaks(instruction: str, introduced: set[str]) -> list[str]:
 _PR = re.compile(r"^Merge (pull request|branch)\b", re.I)
 _NOISE = re.compile(r"\(#\d+\)|\b(fix(es|ed)?|close[sd]?|resolve[sd]?)\s+#\d+\b|#\d+", re.I)
 _PREFIX = re.compile(r"^(fix|feat|bug|bugfix|chore|refactor)(\([^)]*\))?!?:\s*", re.I)
+_EMPTIED = re.compile(r"\s*(\(\s*\)|\[\s*\])")  # brackets that held only a reference
 
 
 def summary_line(subject: str, body: str) -> str:
@@ -121,7 +122,8 @@ def summary_line(subject: str, body: str) -> str:
     line = subject
     if _PR.match(subject):
         line = next((x for x in body.splitlines() if x.strip()), "")
-    line = _PREFIX.sub("", _NOISE.sub("", line)).strip(" .:-")
+    line = _PREFIX.sub("", _EMPTIED.sub("", _NOISE.sub("", line))).strip(" .:-")
+    line = " ".join(line.split())
     return line[:1].upper() + line[1:] if line else ""
 
 

@@ -32,6 +32,7 @@ from harness.authoring.mine import fix, history
 from harness.authoring.record import replay_steps
 from harness.base.errors import ConfigIsCode, InputError, SandboxDead
 from harness.base.progress import bar as progress_bar
+from harness.grading import jest
 from harness.grading.verify import take_baseline, verify
 from harness.runs.results import RunFolder, write_json_atomic, write_text_atomic
 from harness.sandbox import Limits, provider
@@ -290,7 +291,7 @@ def _runs(cand: Candidate, box: Box) -> dict[str, Any]:
         if not any(t.status == "passed" for t in r.tests):  # e.g. an API the suite's Jest lacks
             why = [x.get("execError") for x in answer["report"].get("testResults", [])]
             why = [str(x) for x in why if x] or [f.message for f in r.failed_tests] or [r.reason]
-            return {"verdict": "nothing_passes_at_commit", "why": str(why[0])[:300]}
+            return {"verdict": "nothing_passes_at_commit", "why": jest.plain(str(why[0]))[:300]}
         commit_runs.append({t.id: t.status for t in r.tests})
     for f, text in before.items():
         box.sb.write_file(f, text.encode())
@@ -305,7 +306,7 @@ def _runs(cand: Candidate, box: Box) -> dict[str, Any]:
 
 
 def _tail(answer: dict) -> str:
-    return str(answer.get("output_tail") or answer.get("error") or "")[-400:]
+    return jest.plain(str(answer.get("output_tail") or answer.get("error") or ""))[-400:]
 
 
 def fail_to_pass(parent_runs: list[dict], commit_runs: list[dict]) -> dict[str, Any]:
