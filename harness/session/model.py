@@ -79,9 +79,8 @@ class Session:
     # The suite's sandbox variables (suite.yaml `sandbox.env`): they change what Jest reports, so
     # they are part of the hash. node_modules is not: the lockfile that decides it is a workspace file.
     sandbox_env: tuple[tuple[str, str], ...] = ()
-    sandbox_memory_mb: int | None = (
-        None  # suite.yaml `sandbox.memory_mb`: hashed for the same reason
-    )
+    # suite.yaml `sandbox.memory_mb`: hashed for the same reason
+    sandbox_memory_mb: int | None = None
     # Held-out verification tests (``held_out_tests``: a folder of the suite whose files mirror
     # workspace paths): never in the sandbox while the agent acts, written in only for the final
     # verification (harness/runs/loop.py). None: the session has none.

@@ -21,15 +21,21 @@ function serve(files) {
   for (const [p, b64] of Object.entries(files || {})) served.set(path.resolve(p), Buffer.from(String(b64), 'base64').toString('utf8'));
 }
 
+// A sealed file's text, or undefined. Every read of this realm asks (Node's loader too): a host
+// that was handed none answers without resolving the path.
+function sealedText(file) {
+  return served.size && typeof file === 'string' ? served.get(path.resolve(file)) : undefined;
+}
+
 // runTest's read: a sealed file's text, or what the disk holds.
 function read(file, fromDisk) {
-  const text = served.get(path.resolve(file));
+  const text = sealedText(file);
   return text === undefined ? fromDisk() : text;
 }
 
 // Whether this host was handed the file's text as sealed.
 function isSealed(file) {
-  return served.has(path.resolve(file));
+  return sealedText(file) !== undefined;
 }
 
 // This realm's reads of a sealed file, answered from `served`: jest-runner's runTest.js (the file's
@@ -41,7 +47,7 @@ function isSealed(file) {
 function install(jestDir) {
   require(require.resolve('graceful-fs', { paths: [jestDir] }));
   fs.readFileSync = function readFileSync(file, options) {
-    const text = typeof file === 'string' ? served.get(path.resolve(file)) : undefined;
+    const text = sealedText(file);
     if (text === undefined) return Reflect.apply(disk.readFileSync, this, arguments);
     const encoding = typeof options === 'string' ? options : options && options.encoding;
     return encoding ? Buffer.from(text, 'utf8').toString(encoding) : Buffer.from(text, 'utf8');
@@ -53,7 +59,7 @@ function install(jestDir) {
   const bufferFromDisk = prototype.readFileBuffer;
   if (typeof bufferFromDisk !== 'function') throw new Error('etai sealed: jest-runtime has no readFileBuffer; re-check sealed.js');
   prototype.readFileBuffer = function readFileBuffer(filename) {
-    const text = served.get(path.resolve(filename));
+    const text = sealedText(filename);
     return text === undefined ? Reflect.apply(bufferFromDisk, this, [filename]) : Buffer.from(text, 'utf8');
   };
 }

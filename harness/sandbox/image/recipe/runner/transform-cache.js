@@ -119,9 +119,9 @@ function sealedTransform(t, filepath, content, options) {
 }
 
 // Transformers this host ran that are neither Jest's own nor babel-jest: such a transformer may keep
-// what it read of other files between runs (ts-jest's type checker keeps every file it read, so
-// a test compiled against a source the agent changed since still failed as before; runner.js
-// starts a new host for the agent's next run after a change).
+// what it read of other files between runs (ts-jest's type checker keeps every file it read: a
+// test compiled against a source changed since fails as it did before the change), so runner.js
+// starts a new host for the agent's next run after a change.
 const stateful = new Set();
 function noteTransformer(t, filepath, jest) {
   let used = null;
