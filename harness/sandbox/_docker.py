@@ -114,6 +114,8 @@ def create_container(
         env["ETAI_SANDBOX_UID"] = "10001"
     if not limits.guard:
         env["ETAI_JEST_GUARD"] = "off"
+    if os.environ.get("ETAI_JEST_FORK") == "1":  # forked Jest hosts (docs/sandbox.md#forked-hosts)
+        env["ETAI_JEST_FORK"] = "1"
     # The suite's variables go under ours: a name the loader let through never replaces one above.
     env = {**dict(limits.env), **env}
     mounts = []

@@ -13,6 +13,7 @@ import os
 import platform
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -39,6 +40,7 @@ _RUNNER_FILES = (
     "code-cache.js",
     "code-cache-build.js",
     "sealed.js",
+    "fork.cc",
 )
 _DEPS_FILES = ("package.json", "package-lock.json")
 
@@ -111,11 +113,49 @@ def runner_dir() -> Path:
     for f in _RUNNER_FILES:
         shutil.copy2(RECIPE / "runner" / f, tmp / f)
     (tmp / "node_modules").symlink_to(deps / "node_modules", target_is_directory=True)
+    _compile_fork(tmp)
     try:
         tmp.rename(target)
     except OSError:  # a concurrent build won the race; its copy is identical
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _compile_fork(folder: Path) -> None:
+    """``fork.node`` from ``fork.cc``, against the headers of the image's own Node: runner.js then
+    forks Jest hosts from a warm one (docs/sandbox.md#forked-hosts). Without a C compiler, or where
+    the compile fails, the runner starts every host itself, as a slower but equal fallback."""
+    cc = shutil.which("c++") or shutil.which("g++")
+    if cc is None:
+        return
+    include = cache_dir() / "node" / f"include-{NODE_VERSION}"
+    if not (include / "node" / "node_api.h").exists():
+        tmp = Path(tempfile.mkdtemp(prefix="include-", dir=cache_dir()))
+        with tarfile.open(_node_tarball()) as tar:
+            members = [m for m in tar.getmembers() if m.name.startswith("package/include/node/")]
+            for m in members:
+                m.name = m.name[len("package/include/") :]
+            tar.extractall(tmp, members=members, filter="data")
+        try:
+            tmp.rename(include)
+        except OSError:  # a concurrent build won the race
+            shutil.rmtree(tmp, ignore_errors=True)
+    subprocess.run(
+        [
+            cc,
+            "-std=c++17",
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-I",
+            str(include / "node"),
+            "-o",
+            str(folder / "fork.node"),
+            str(folder / "fork.cc"),
+        ],
+        capture_output=True,
+        check=False,
+    )
 
 
 def _runner_deps() -> Path:

@@ -728,8 +728,11 @@ function install(jestDir, { channelFd: fd = -1 } = {}) {
   lockHost();
 }
 
+// A forked host draws its own secrets (guard-framework.js `reseed`).
+function afterFork() { require('./guard-framework').reseed(); }
+
 module.exports = {
-  WS, install, beginRun, takeRun, fileRecord, tamperIn, hostTamper, checkHost, addProtected, setPristine, configFiles,
+  WS, install, afterFork, beginRun, takeRun, fileRecord, tamperIn, hostTamper, checkHost, addProtected, setPristine, configFiles,
   isProtected, hostPaths, lastRefusal,
   untrusted, isProxy,
 };

@@ -90,7 +90,7 @@ function encode(v) {
 function send(message) {
   rawSend({ nonce: message.nonce, json: encode(message) });
 }
-const CACHE = path.join(process.env.TMPDIR || '/tmp', 'jest-cache');
+let CACHE = path.join(process.env.TMPDIR || '/tmp', 'jest-cache');
 
 // The streams are this realm's objects, which a test context also reaches (its `process.stdout`):
 // their length and `once` are read through the prototypes, as pinned at load, so that no getter or
@@ -271,15 +271,73 @@ function served(work) {
 }
 process.on('uncaughtException', onUncaught);
 
+// ---------------------------------------------------------------- zygote (runner.js `zygote`)
+// A zygote runs the template once and then only forks: each child is a new host, as warm as the
+// zygote, that has run nothing of any workspace (docs/sandbox.md#forked-hosts).
+let forking = process.env.ETAI_ZYGOTE === '1' ? require('./fork.node') : null;
+const children = new Set();
+let reaper = null;
+let forked = false; // this host is a zygote's child
+
+// Children end as the runner kills them; their exit status goes to the runner, which hears of the
+// end itself when the child's channel closes.
+function reap() {
+  for (const pid of children) {
+    const r = forking.reap(pid);
+    if (!r) continue;
+    children.delete(pid);
+    process.send({ nonce: 'exited', json: encode({ pid, code: r[1] < 0 ? null : r[1], signal: r[2] || null }) });
+  }
+  if (!children.size) { clearInterval(reaper); reaper = null; }
+}
+
+function forkHost(nonce, tmp) {
+  const [pid, channel, output] = forking.fork(CHANNEL_FD);
+  if (pid === 0) return becomeChild(tmp);
+  children.add(pid);
+  if (!reaper) reaper = setInterval(reap, 50);
+  // Handed on unread: a readable socket would start reading what the child sends the runner.
+  const net = require('net');
+  process.send({ nonce, json: encode({ pid, kind: 'channel' }) }, new net.Socket({ fd: channel, readable: false, writable: false }));
+  process.send({ nonce, json: encode({ pid, kind: 'output' }) }, new net.Socket({ fd: output, readable: false, writable: false }));
+}
+
+// What a child must not keep of its zygote: the fork itself, the zygote's children and reaper, its
+// TMPDIR (each host has its own), the guard's secrets. Node's exit would wait for worker threads
+// that only the zygote has, so a child ends with _exit: asked to (process.exit) or when the runner
+// is gone.
+function becomeChild(tmp) {
+  const exit = forking.exit;
+  forking = null;
+  forked = true;
+  children.clear();
+  if (reaper) { clearInterval(reaper); reaper = null; }
+  process.env.TMPDIR = tmp;
+  CACHE = path.join(tmp, 'jest-cache');
+  process.reallyExit = (code) => exit(code | 0);
+  process.on('disconnect', () => exit(0));
+  if (guard) guard.afterFork();
+}
+
 process.on('message', (m) => {
   const nonce = m.nonce;
+  if (m.op === 'fork') {
+    if (!forking) return send({ nonce, error: 'not a zygote' });
+    try {
+      forkHost(nonce, String(m.tmp));
+    } catch (e) {
+      if (forking) send({ nonce, error: String((e && e.message) || e) });
+    }
+    return;
+  }
+  if (forking && m.op !== 'warm' && m.op !== 'paths') return send({ nonce, error: 'a zygote only forks' });
   if (m.op === 'warm') {
     served(warm(nonce, m.dir)).catch((e) => send({ nonce, warmed: 0, error: String((e && e.stack) || e).slice(0, 4000) }));
     return;
   }
   // Where this realm looks for modules and what it loaded (tests/harness/test_host_realm.py).
   if (m.op === 'paths') {
-    send({ nonce, paths: guard ? guard.hostPaths() : null, code_cache: codeCache.stats() });
+    send({ nonce, paths: guard ? guard.hostPaths() : null, code_cache: codeCache.stats(), forked });
     return;
   }
   // Test files and config-named files of the pristine workspace, as the runner listed them at init.

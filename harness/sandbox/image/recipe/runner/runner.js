@@ -15,6 +15,7 @@ const fs = require('fs');
 const path = require('path');
 const cp = require('child_process');
 const crypto = require('crypto');
+const { EventEmitter } = require('events');
 const fileSig = require('./file-sig');
 
 const WS = path.resolve(process.env.ETAI_WORKSPACE || '/scratch/ws');
@@ -145,25 +146,37 @@ function oomKills() {
   return 0;
 }
 
-function startHost(set, slot) {
-  const heapMb = Number(process.env.ETAI_JEST_HEAP_MB || 0);
-  const execArgv = heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
+function hostEnv(tmp) {
   const env = Object.assign({}, process.env, { ETAI_WORKSPACE: WS, ETAI_WARM_DIR: WARM_DIR, ETAI_TRANSFORM_OUT: TRANSFORM_OUT },
     AS_ROOT ? { HOME: HOST_HOME } : {});
   // Node adds these to its module search path at start-up: a host looks only where the image put code.
   delete env.NODE_PATH;
   delete env.NODE_OPTIONS;
-  if (set === fresh) {
-    env.TMPDIR = fs.mkdtempSync(path.join(SCRATCH, `tmp-fresh-${++freshSerial}-`));
-    if (AS_ROOT) fs.chmodSync(env.TMPDIR, 0o1777); // the sandbox user's scratch space, this host's alone
-  }
+  if (tmp) env.TMPDIR = tmp;
+  return env;
+}
+
+function hostArgs() {
+  const heapMb = Number(process.env.ETAI_JEST_HEAP_MB || 0);
+  return heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
+}
+
+// A TMPDIR of a host's own: the sandbox user's scratch space, this host's alone.
+function ownTmp(kind) {
+  const dir = fs.mkdtempSync(path.join(SCRATCH, `tmp-${kind}-${++freshSerial}-`));
+  if (AS_ROOT) fs.chmodSync(dir, 0o1777);
+  return dir;
+}
+
+function startHost(set, slot) {
+  const tmp = set === fresh ? ownTmp('fresh') : null;
   // A host starts as this process's user and, if that is root, becomes the sandbox user itself
   // before loading anything (jest-host.js): that change of credentials is what makes it
-  // non-dumpable, which a uid given to fork() would not.
-  const proc = cp.fork(HOST, [], {
-    cwd: WS, detached: true, execArgv, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env,
-  });
-  const h = { proc, slot, set, tmp: set === fresh ? env.TMPDIR : null, clean: true, ready: Promise.resolve(), pending: null, tail: [], outN: 0, cap: 1 << 20, reason: null };
+  // non-dumpable, which a uid given to fork() would not. A forked host inherits both.
+  const proc = forksOn()
+    ? forkedHost(tmp || process.env.TMPDIR || TMP)
+    : cp.fork(HOST, [], { cwd: WS, detached: true, execArgv: hostArgs(), stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env: hostEnv(tmp) });
+  const h = { proc, slot, set, tmp, clean: true, ready: Promise.resolve(), pending: null, tail: [], outN: 0, cap: 1 << 20, reason: null };
   const onOut = (chunk) => {
     h.outN += chunk.length;
     h.tail.push(chunk); if (h.tail.length > 8) h.tail.shift();
@@ -193,6 +206,148 @@ function startHost(set, slot) {
   return h;
 }
 
+// ---------------------------------------------------------------- zygote (forked hosts)
+// A new host costs a start and a template warm-up (~0.4 CPU-s), and an episode that is verified
+// ends two of them (its own and its graded run's). Where the image has fork.node, hosts are forked
+// instead from a zygote: a host that has loaded Jest and run the template and then only forks
+// (jest-host.js `forkHost`). A child is what a fresh host is when it takes its first request (it
+// has run nothing of any workspace), for a fraction of the cost (docs/sandbox.md#forked-hosts).
+// The zygote serves no run, so no workspace code ever runs in it, and it is kept across resets like
+// any clean host. Should it fail (killed by a stray, a fork that fails), a new one starts; after
+// three failures in a row this runner starts its hosts itself. Off unless ETAI_JEST_FORK=1: not yet
+// tried against the red-team corpus (docs/sandbox.md#forked-hosts).
+const FORK_ADDON = process.env.ETAI_JEST_FORK === '1' && fs.existsSync(path.join(__dirname, 'fork.node'));
+let zygote = null; // { proc, tmp, ready: Promise<boolean>, waiting: nonce -> handler, exits: pid -> status }
+let zygoteFailures = 0;
+let forkTurn = Promise.resolve();
+
+function forksOn() { return FORK_ADDON && zygoteFailures < 3; }
+
+function startZygote() {
+  const tmp = ownTmp('zygote');
+  // V8 single-threaded: its background tasks would go to worker threads that a child does not have.
+  const proc = cp.fork(HOST, [], { cwd: WS, detached: true, execArgv: hostArgs().concat('--single-threaded'),
+    stdio: ['ignore', 'ignore', 'ignore', 'ipc'], env: Object.assign(hostEnv(tmp), { ETAI_ZYGOTE: '1' }) });
+  const z = { proc, tmp, waiting: new Map(), exits: new Map(), exitWaits: new Map(), clean: true };
+  proc.on('message', (raw, handle) => {
+    let m = null;
+    try { m = raw && typeof raw.json === 'string' ? JSON.parse(raw.json) : null; } catch (e) { /* not an answer */ }
+    const w = m && z.waiting.get(raw.nonce);
+    if (m && raw.nonce === 'exited') {
+      z.exits.set(m.pid, m);
+      const wake = z.exitWaits.get(m.pid);
+      if (wake) wake();
+    } else if (w) {
+      w(m, handle);
+      return;
+    }
+    if (handle) handle.destroy();
+  });
+  proc.on('exit', () => {
+    if (zygote === z) zygote = null;
+    for (const w of z.waiting.values()) w({ error: 'the zygote ended' });
+    z.waiting.clear();
+    for (const wake of z.exitWaits.values()) wake();
+  });
+  proc.on('error', () => {});
+  const nonce = crypto.randomBytes(16).toString('hex');
+  z.ready = new Promise((resolve) => {
+    const timer = setTimeout(() => { resolve(false); try { process.kill(-proc.pid, 'SIGKILL'); } catch (e) { /* gone */ } }, 60000);
+    z.waiting.set(nonce, (m) => { z.waiting.delete(nonce); clearTimeout(timer); resolve(!!(m && m.warmed > 0)); });
+    proc.send({ op: 'warm', nonce, dir: WARM_DIR });
+  });
+  return z;
+}
+
+// A child's exit status, as its zygote reaped it (null where none comes within `ms`).
+function exitStatus(z, pid, ms) {
+  if (z.exits.has(pid)) return Promise.resolve(z.exits.get(pid));
+  return new Promise((resolve) => {
+    const done = () => { clearTimeout(timer); z.exitWaits.delete(pid); resolve(z.exits.get(pid) || null); };
+    const timer = setTimeout(done, ms);
+    z.exitWaits.set(pid, done);
+  });
+}
+
+// One forked host, behind the face of a child_process.fork child (pid, send, stdout, stderr and the
+// 'message' and 'exit' events) that startHost and hostCall use. Requests sent before the fork is
+// done wait for it; its messages are the JSON lines of Node's IPC channel.
+function forkedHost(tmp) {
+  const proc = new EventEmitter();
+  proc.pid = null;
+  proc.stdout = new EventEmitter();
+  proc.stderr = new EventEmitter();
+  const queue = [];
+  let channel = null;
+  proc.send = (msg) => { const line = `${JSON.stringify(msg)}\n`; if (channel) channel.write(line); else queue.push(line); };
+  const ended = () => proc.emit('exit', null, null);
+  proc.forking = (async () => {
+    if (!zygote) zygote = startZygote();
+    const z = zygote;
+    if (!(await z.ready)) throw new Error('the zygote did not warm');
+    try { process.kill(z.proc.pid, 'SIGCONT'); } catch (e) { /* gone: the fork fails below */ }
+    const nonce = crypto.randomBytes(16).toString('hex');
+    // One fork at a time: a child copies its zygote's channel as it is, and a handle still on its
+    // way (or not yet acknowledged) to this runner would be sent again from the child's channel,
+    // whose messages Node then holds back for an acknowledgement that never comes.
+    const turn = forkTurn;
+    let done;
+    forkTurn = new Promise((ok) => { done = ok; });
+    await turn;
+    const parts = await new Promise((resolve, reject) => {
+      const got = {};
+      const timer = setTimeout(() => { z.waiting.delete(nonce); reject(new Error('fork timed out')); }, 10000);
+      z.waiting.set(nonce, (m, handle) => {
+        if (!m || m.error || !handle) { z.waiting.delete(nonce); clearTimeout(timer); if (handle) handle.destroy(); reject(new Error((m && m.error) || 'fork failed')); return; }
+        got.pid = m.pid;
+        got[m.kind] = handle;
+        if (got.channel && got.output) { z.waiting.delete(nonce); clearTimeout(timer); resolve(got); }
+      });
+      z.proc.send({ op: 'fork', nonce, tmp });
+    }).finally(() => setImmediate(done)); // the acknowledgements go out first
+    return { z, parts };
+  })();
+  proc.forking.then(({ z, parts }) => {
+    zygoteFailures = 0;
+    proc.pid = parts.pid;
+    channel = parts.channel;
+    const output = parts.output;
+    output.on('data', (d) => proc.stdout.emit('data', d));
+    output.on('error', () => {});
+    channel.on('error', () => {});
+    const outputClosed = new Promise((ok) => output.on('close', ok));
+    let buf = '';
+    channel.setEncoding('utf8');
+    channel.on('data', (d) => {
+      buf += d;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        let m = null;
+        try { m = JSON.parse(line); } catch (e) { /* not a message */ }
+        if (m) proc.emit('message', m);
+      }
+    });
+    // Gone when its channel closes: what it wrote last is read first (a stray of it may hold the
+    // output pipe open; it is not waited for long).
+    channel.on('close', () => {
+      const wait = new Promise((ok) => setTimeout(ok, 500));
+      Promise.race([outputClosed, wait]).then(() => exitStatus(z, parts.pid, 200)).then((st) => {
+        output.destroy();
+        proc.emit('exit', st ? st.code : null, st ? st.signal : null);
+      });
+    });
+    for (const line of queue.splice(0)) channel.write(line);
+    if (proc.doomed) { try { process.kill(-proc.pid, 'SIGKILL'); } catch (e) { /* gone */ } }
+  }, () => {
+    zygoteFailures++;
+    if (zygote && zygoteFailures > 1) { try { process.kill(-zygote.proc.pid, 'SIGKILL'); } catch (e) { /* gone */ } zygote = null; }
+    ended();
+  });
+  return proc;
+}
+
 // Processes in a process group other than its leader (what a test left running: a background
 // child, a fork bomb). Read from /proc because the image has no procps.
 function strays(pgid) {
@@ -208,7 +363,20 @@ function strays(pgid) {
   return n;
 }
 
-function killHost(h) { try { process.kill(-h.proc.pid, 'SIGKILL'); } catch (e) { /* gone */ } }
+function killHost(h) {
+  if (!h.proc.pid) { h.proc.doomed = true; return; } // still being forked: killed once it exists
+  try { process.kill(-h.proc.pid, 'SIGKILL'); } catch (e) { /* gone */ }
+}
+
+// The processes no clean-up may end: the hosts and the zygote.
+function hostPids() {
+  return hosts.concat(fresh).filter(Boolean).map((h) => h.proc.pid).concat(zygote ? [zygote.proc.pid] : []).filter(Boolean);
+}
+
+// Hosts whose fork is under way have no pid yet: a clean-up waits for them, or would end them.
+function forksDone() {
+  return Promise.all(hosts.concat(fresh).filter((h) => h && !h.proc.pid && h.proc.forking).map((h) => h.proc.forking.catch(() => {})));
+}
 
 function hostIn(set, slot) {
   if (!set[slot]) set[slot] = startHost(set, slot);
@@ -263,7 +431,7 @@ function settled() { return Promise.all([...warming]); }
 function warmHost(set, i) {
   const h = hostIn(set, i);
   h.warming = true;
-  const p = hostCall(set, i, { op: 'warm', dir: WARM_DIR }, 60000).catch(() => {})
+  const p = (h.proc.forking || hostCall(set, i, { op: 'warm', dir: WARM_DIR }, 60000)).catch(() => {})
     .finally(() => { warming.delete(p); h.warming = false; });
   warming.add(p);
   h.ready = p;
@@ -274,7 +442,7 @@ function warmHost(set, i) {
 // it: stopped while a Jest run or a command of the agent runs, continued after (its warm-up's
 // deadline is long, and a warm-up that fails costs only its warmth).
 async function givingWay(work) {
-  const paused = fresh.filter((h) => h && h.warming);
+  const paused = fresh.filter((h) => h && h.warming && h.proc.pid);
   for (const h of paused) { try { process.kill(-h.proc.pid, 'SIGSTOP'); } catch (e) { /* gone */ } }
   try {
     return await work();
@@ -344,7 +512,7 @@ async function jestRun(req) {
   }
   // A graded run: no process that workspace code started is left to act on it (a stray of a test
   // or a command that left its process group); the hosts it runs in are fresh (see `fresh`).
-  if (req.fresh && AS_ROOT) endProcesses(hosts.concat(fresh).filter(Boolean).map((h) => h.proc.pid), SANDBOX_ID);
+  if (req.fresh && AS_ROOT) { await forksDone(); endProcesses(hostPids(), SANDBOX_ID); }
   const parts = await Promise.all([...Array(n).keys()].map((i) => hostCall(set, i,
     { test_files: files, name_pattern: req.name_pattern || null, shard: n > 1 ? `${i + 1}/${n}` : null,
       protected: protectedFiles, related, scope, sealed: req.fresh && sealed.size ? Object.fromEntries(sealed) : null },
@@ -497,7 +665,7 @@ const handlers = {
     return (req.fresh ? jestRun(req) : givingWay(() => jestRun(req))).finally(() => {
       if (!req.fresh) return;
       // Nor does anything the graded run started outlive it (a child that left its process group).
-      if (AS_ROOT) endProcesses(hosts.concat(fresh).filter(Boolean).map((h) => h.proc.pid), SANDBOX_ID);
+      if (AS_ROOT) endProcesses(hostPids(), SANDBOX_ID);
       refillFresh();
     });
   },
@@ -686,8 +854,10 @@ function resetContainer() {
   for (const set of [hosts, fresh]) {
     set.forEach((h, i) => { if (h && !keep(h)) { killHost(h); set[i] = null; } });
   }
-  const kept = hosts.concat(fresh).filter(Boolean);
-  endProcesses(kept.map((h) => h.proc.pid));
+  if (zygote && !keep(zygote)) { killHost(zygote); zygote = null; }
+  const keptHosts = hosts.concat(fresh).filter(Boolean);
+  const kept = keptHosts.concat(zygote ? [zygote] : []);
+  endProcesses(hostPids());
   emptyScratch(path.dirname(WS));
   makeScratch();
   for (const h of kept) {
@@ -696,7 +866,7 @@ function resetContainer() {
   testFiles = null; protectedFiles = []; pristine = null; untrusted = false; sealed.clear();
   if (!hosts[0]) warmHost(hosts, 0); // answered now; the next Jest run waits for the warm-up
   if (!fresh[0]) warmHost(fresh, 0);
-  return { reset: true, kept_hosts: kept.length };
+  return { reset: true, kept_hosts: keptHosts.length };
 }
 
 let buf = '';
@@ -705,7 +875,7 @@ process.stdin.on('data', (d) => {
   let i;
   while ((i = buf.indexOf('\n')) >= 0) { const line = buf.slice(0, i); buf = buf.slice(i + 1); if (line.trim()) handle(line); }
 });
-process.stdin.on('end', () => { hosts.forEach((h) => h && killHost(h)); process.exit(0); });
+process.stdin.on('end', () => { hosts.forEach((h) => h && killHost(h)); if (zygote) killHost(zygote); process.exit(0); });
 function makeScratch() {
   fs.mkdirSync(WS, { recursive: true, mode: 0o755 });
   if (process.env.TMPDIR) {
