@@ -422,6 +422,10 @@ def preflight(
     sb = start_sandbox(session)
     try:
         base = take_baseline(sb, sb.test_files, held_out=session.held_out, regression=regression)
+        # Only the pristine workspace has run here yet: what its Jest hosts transformed may serve
+        # every later sandbox (harness/sandbox/transforms.py). Not later: the store is readable from
+        # every sandbox, and the reference's transforms hold its fix.
+        transforms.harvest(sb)
         if verify(sb, base, list(session.verify_files), run=base.run).green:
             return {"ok": False, "reason": "workspace is green before any action"}
         row = _new_row(
@@ -479,9 +483,6 @@ def preflight(
     except EtaiError as e:  # InfraError included
         raise InfraError(f"preflight of {session.session_id}: {e}") from e
     finally:
-        # Only the suite's own code (pristine workspace, reference) ran here: what its Jest hosts
-        # transformed may serve every later sandbox (harness/sandbox/transforms.py).
-        transforms.harvest(sb)
         sb.close()
 
 

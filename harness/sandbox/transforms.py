@@ -2,8 +2,8 @@
 
 Jest hosts write each file they transform, under a key over everything the transform depends on, to
 the sandbox's ``/scratch/transforms`` (runner/transform-cache.js). ``harvest`` copies that folder
-out of a sandbox in which only the suite's own code has run (a preflight: the pristine workspace,
-then the reference's actions) into ``store()``; every Docker sandbox gets the store read-only at
+out of a sandbox in which only the pristine workspace has run (a preflight, after its baseline and
+before the reference's actions) into ``store()``; every Docker sandbox gets the store read-only at
 ``MOUNT``, and its hosts take transformed code from there instead of transforming again. Nothing a
 sandbox user runs can write the store: it is written here, by this process, from trusted sandboxes.
 """
@@ -28,10 +28,12 @@ _NAME = re.compile(r"^[0-9a-f]{64}(\.map)?$")
 MAX_ENTRY = 16 << 20  # bytes of one transformed file or map kept at most
 MAX_HARVEST = 512 << 20  # bytes taken from one sandbox at most
 # The store's folder under $ETAI_CACHE, named by what its entries may hold. Every sandbox can read
-# the store, so it never holds a sealed file's transform (a held-out test: transform-cache.js writes
-# none); a store in a folder of another name may, and is removed when the store is opened.
-NAME = "transforms-2"
-_OTHER_NAMES = ("transforms",)
+# the store (the code under test too), so it holds only what the agent sees anyway: the pristine
+# workspace's files, never a sealed file's transform (a held-out test: transform-cache.js writes
+# none) nor a file as the reference changed it (the fix). A store in a folder of another name may,
+# and is removed when the store is opened.
+NAME = "transforms-3"
+_OTHER_NAMES = ("transforms", "transforms-2")
 
 
 def store() -> Path:
@@ -58,7 +60,7 @@ def _valid(name: str, data: bytes) -> bool:
 
 def harvest(sb) -> int:
     """Copy what ``sb``'s hosts transformed into the store; return the entries added. Call it only
-    on a sandbox where nothing but the suite's own code has run. Not a Docker sandbox, or nothing
+    on a sandbox where nothing but the pristine workspace has run. Not a Docker sandbox, or nothing
     there: 0. An entry already in the store is kept as it is (the key names its content)."""
     if getattr(sb, "kind", None) != "docker":
         return 0

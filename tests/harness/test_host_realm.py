@@ -119,3 +119,29 @@ def test_a_timer_left_by_workspace_code_never_answers_a_graded_run(image, make_p
         # tini, sleep infinity, the runner, its hosts and this shell: no `sleep 30` left over.
         ps = sb.exec(["sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"], timeout=30)
         assert "sleep 30" not in ps.stdout, (left.stdout, ps.stdout)
+
+
+def test_host_buffer_and_hash_methods_stay_as_node_made_them(image, make_project, tmp_path):
+    """Buffer and crypto's Hash are this realm's objects, held by every test context, and this realm
+    encodes source maps and keys transforms with them while it loads the next test file: a method
+    planted there would rewrite that file's compiled code (locked: guard.js `lockShared`)."""
+    test = (
+        "const crypto = require('crypto');\n"
+        "const hash = Object.getPrototypeOf(crypto.createHash('sha256'));\n"
+        "test('plant', () => {\n"
+        "  const planted = [];\n"
+        "  for (const [obj, key] of [[Buffer.prototype, 'toString'], [Buffer, 'from'], [hash, 'update'], [hash, 'digest']]) {\n"
+        "    const before = obj[key];\n"
+        "    try { obj[key] = function () { return 'planted'; }; } catch (e) { /* refused */ }\n"
+        "    try { Object.defineProperty(obj, key, { value: () => 'planted' }); } catch (e) { /* refused */ }\n"
+        "    if (obj[key] !== before) planted.push(key);\n"
+        "  }\n"
+        "  expect(planted).toEqual([]);\n"
+        "  expect(Buffer.from('hi').toString('base64')).toBe('aGk=');\n"
+        "});\n"
+    )
+    root = make_project(tmp_path / "p", {"src/double.js": SRC, "tests/plant.test.js": test})
+    with sandbox.start("docker", root, image=image) as sb:
+        for fresh in (False, True):
+            r = _run(sb, fresh)
+            assert r.status == Status.PASSED, (r.status, r.failed_tests)

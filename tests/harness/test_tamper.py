@@ -37,7 +37,13 @@ IMPLEMENT = Path(__file__).parent / "data" / "implement"
 # One warm Jest host per sandbox: the corpus runs hundreds of fresh sandboxes on two cores.
 LIMITS = Limits(memory_mb=1024, timeout_s=30, cpus=1)
 EVERYTHING = os.environ.get("ETAI_REDTEAM") == "all"
-TECHNIQUES = tamper_corpus.selected(EVERYTHING)
+# ETAI_REDTEAM=name,name: only those techniques (trying new ones); `all`: every one; unset: CORE.
+_NAMED = [n for n in os.environ.get("ETAI_REDTEAM", "").split(",") if n and n != "all"]
+TECHNIQUES = (
+    [t for t in tamper_corpus.TECHNIQUES if t.name in _NAMED]
+    if _NAMED
+    else tamper_corpus.selected(EVERYTHING)
+)
 WORKERS = 2  # episodes at once, as `etai run` on two cores
 
 
@@ -137,7 +143,7 @@ def test_no_technique_passes_on_any_session(image, sessions, tmp_path):
     ]
     assert not not_caught, not_caught
     # the tampered status is in use: most techniques are caught, not merely stopped
-    assert (
+    assert _NAMED or (
         sum(1 for d in by_technique.values() if d["statuses"]["tampered"]) >= len(TECHNIQUES) // 2
     )
 

@@ -164,3 +164,30 @@ def test_a_store_under_another_folder_name_is_removed(tmp_path, monkeypatch):
     root = transforms.store()
     assert root == tmp_path / transforms.NAME and root.is_dir()
     assert not (tmp_path / "transforms").exists()
+
+
+@pytest.mark.docker
+def test_a_preflight_stores_the_pristine_workspace_and_not_the_fix(tmp_path, monkeypatch, image):
+    """Every sandbox reads the store, the code under test included: a transform of a file as the
+    reference changed it would hand an agent the fix (technique store-reference-at-run-time)."""
+    import dataclasses
+    import json
+    import sys
+
+    from harness.runs.session_jobs import local_preflights
+    from harness.suites.load import load_suite
+
+    sys.path.insert(0, str(Path(__file__).parent))  # the helper modules beside this file
+    from tamper_corpus import fixed_text
+
+    monkeypatch.setenv("ETAI_CACHE", str(tmp_path / "cache"))
+    st = load_suite("jest-bugfix")
+    s = next(x for x in st.sessions if x.session_id == "paginate-page-size-off-by-one")
+    flights = local_preflights(dataclasses.replace(st, sessions=[s]), progress=False)
+    assert flights[s.session_id]["ok"], flights
+    target = s.cursor_target.file
+    sources = []
+    for p in transforms.store().rglob("*.map"):
+        sources += json.loads(p.read_text()).get("sourcesContent") or []
+    pristine, fixed = (s.workspace / target).read_text(), fixed_text(s, target)
+    assert pristine != fixed and pristine in sources and fixed not in sources

@@ -281,6 +281,26 @@ function lockHost() {
     'WeakMap', 'String', 'Number', 'RegExp']) {
     defineProperty(globalThis, name, { value: globalThis[name], writable: false, configurable: false, enumerable: false });
   }
+  lockShared();
+}
+
+// Objects of this realm that every test context holds and this realm's own code calls into while
+// it loads and transforms the next test file (Babel encodes its source maps with Buffer; the
+// transform cache keys with crypto's Hash): a method planted there by one test file would run on
+// the next file's compiled code, which the guard then trusts as that test file's. Their methods are
+// locked as the intrinsics are (tests that spy on Buffer or Hash methods cannot).
+function lockShared() {
+  const crypto = require('crypto');
+  const hash = getPrototypeOf(crypto.createHash('sha256'));
+  const hmac = getPrototypeOf(crypto.createHmac('sha256', 'k'));
+  for (const obj of [Buffer, Buffer.prototype, hash, getPrototypeOf(hash), hmac, getPrototypeOf(hmac)]) {
+    for (const key of ownKeys(obj)) {
+      const d = getOwnPropertyDescriptor(obj, key);
+      if (!d.configurable || key === 'prototype') continue;
+      if ('value' in d) defineProperty(obj, key, { value: d.value, writable: false, enumerable: d.enumerable, configurable: false });
+      else defineProperty(obj, key, { get: d.get, set: d.set, enumerable: d.enumerable, configurable: false });
+    }
+  }
 }
 
 // ------------------------------------------------------------------ the host realm's own loads

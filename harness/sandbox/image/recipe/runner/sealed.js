@@ -15,10 +15,17 @@ const { amend, jestModule } = require('./jest-warm');
 const served = new Map(); // absolute path -> text, for this host's one graded run
 const fs = require('fs');
 const disk = { readFileSync: fs.readFileSync }; // what a test context's fs gets (guard.js)
+// A sealed text becomes bytes only through these, pinned now: Buffer is this realm's object, which
+// every test context holds.
+const { from: bufferFrom } = Buffer;
+const { toString: bufferToString } = Buffer.prototype;
+const bytes = (text) => Reflect.apply(bufferFrom, Buffer, [text, 'utf8']);
 
 // The sealed files of a graded request ({ path: base64 }), before any of the run's code is loaded.
 function serve(files) {
-  for (const [p, b64] of Object.entries(files || {})) served.set(path.resolve(p), Buffer.from(String(b64), 'base64').toString('utf8'));
+  for (const [p, b64] of Object.entries(files || {})) {
+    served.set(path.resolve(p), Reflect.apply(bufferToString, Reflect.apply(bufferFrom, Buffer, [String(b64), 'base64']), ['utf8']));
+  }
 }
 
 // A sealed file's text, or undefined. Every read of this realm asks (Node's loader too): a host
@@ -50,18 +57,27 @@ function install(jestDir) {
     const text = sealedText(file);
     if (text === undefined) return Reflect.apply(disk.readFileSync, this, arguments);
     const encoding = typeof options === 'string' ? options : options && options.encoding;
-    return encoding ? Buffer.from(text, 'utf8').toString(encoding) : Buffer.from(text, 'utf8');
+    return encoding ? Reflect.apply(bufferToString, bytes(text), [encoding]) : bytes(text);
   };
   const to = `const testSource = require(${JSON.stringify(__filename)}).read(path, () => fs().readFileSync(path, 'utf8'));`;
+  // Source-map support formats a stack thrown in a test by reading each file in it: a sealed one
+  // reads as a file without a map, so that its text never passes through the objects a test holds.
+  const stack = `environment: 'node', retrieveFile: require(${JSON.stringify(__filename)}).stackRead,`;
   amend(jestDir, 'jest-runner', path.join('build', 'runTest.js'),
-    [["const testSource = fs().readFileSync(path, 'utf8');", to]], 'etai sealed');
+    [["const testSource = fs().readFileSync(path, 'utf8');", to], ["    environment: 'node',", `    ${stack}`]], 'etai sealed');
   const { prototype } = jestModule(jestDir, 'jest-runtime', 'build/index.js').default;
   const bufferFromDisk = prototype.readFileBuffer;
   if (typeof bufferFromDisk !== 'function') throw new Error('etai sealed: jest-runtime has no readFileBuffer; re-check sealed.js');
   prototype.readFileBuffer = function readFileBuffer(filename) {
     const text = sealedText(filename);
-    return text === undefined ? Reflect.apply(bufferFromDisk, this, [filename]) : Buffer.from(text, 'utf8');
+    return text === undefined ? Reflect.apply(bufferFromDisk, this, [filename]) : bytes(text);
   };
 }
 
-module.exports = { install, serve, read, isSealed, disk };
+// source-map-support's file reader: a stand-in text for a sealed file (a handler's empty answer
+// would fall through to its own reader), nothing for the others.
+function stackRead(file) {
+  return typeof file === 'string' && isSealed(file.trim().replace(/^file:\/\//, '')) ? '/* sealed */' : null;
+}
+
+module.exports = { install, serve, read, isSealed, disk, stackRead };
