@@ -43,6 +43,13 @@ def store() -> Path:
         shutil.rmtree(_image.cache_dir() / other, ignore_errors=True)
     d = _image.cache_dir() / NAME
     d.mkdir(parents=True, exist_ok=True)
+    # Entries are found by key alone, never listed: the sandbox user (every other user) may pass
+    # through the folders but not read them, so the code under test cannot look for an entry whose
+    # source it does not already hold (a later session of a mined suite holds an earlier one's
+    # fix and held-out tests, and its pristine transforms are stored too).
+    for folder in (d, *(p for p in d.iterdir() if p.is_dir())):
+        if folder.stat().st_mode & 0o777 != 0o711:
+            folder.chmod(0o711)
     for tmp in d.glob(".*.tmp"):
         pid = tmp.name.split(".")[-2]
         if pid.isdigit() and not process_alive(int(pid)):
@@ -87,7 +94,8 @@ def harvest(sb) -> int:
             # in the store's root, where store() finds what a killed process left
             tmp = root / f".{base}.{threading.get_ident()}.{os.getpid()}.tmp"
             try:
-                target.parent.mkdir(exist_ok=True)
+                target.parent.mkdir(mode=0o711, exist_ok=True)
+                target.parent.chmod(0o711)  # not listable (store()), whatever the umask
                 tmp.write_bytes(body)
                 os.replace(tmp, target)  # whole or absent, for a sandbox that reads it now
             except OSError:  # a full disk: the store is a cache, the run goes on without it

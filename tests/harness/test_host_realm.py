@@ -145,3 +145,36 @@ def test_host_buffer_and_hash_methods_stay_as_node_made_them(image, make_project
         for fresh in (False, True):
             r = _run(sb, fresh)
             assert r.status == Status.PASSED, (r.status, r.failed_tests)
+
+
+def test_a_trusted_module_wrapper_is_made_without_host_array_methods(image, make_project, tmp_path):
+    """Workspace code reaches this realm's Array.prototype through a host array; Jest's module
+    wrapper joined its parameters with it. A `join` replaced for the length of one require of a file
+    the image installed put code into that trusted file's wrapper (guard.js
+    `constructModuleWrapperStart`)."""
+    src = (
+        "const HA = Object.getPrototypeOf(Buffer.from('a').toJSON().data);\n"
+        "const join = HA.join;\n"
+        "const payload = 'module,exports,require,__dirname,__filename,jest){ globalThis.__injected = 1; },"
+        ' "x": function(module,exports,require,__dirname,__filename,jest\';\n'
+        "HA.join = function (sep) { return this[0] === 'module' ? payload : Reflect.apply(join, this, [sep]); };\n"
+        "try { require('/opt/etai/node_modules/is-number/index.js'); } catch (e) { /* not there */ }\n"
+        "finally { HA.join = join; }\n"
+        "exports.double = (x) => x * 2;\n"
+    )
+    test = (
+        "const { double } = require('../src/double');\n"
+        "test('not injected', () => { expect(globalThis.__injected).toBeUndefined(); "
+        "expect(double(2)).toBe(4); });\n"
+    )
+    root = make_project(tmp_path / "p", {"src/double.js": src, "tests/double.test.js": test})
+    with sandbox.start("docker", root, image=image) as sb:
+        assert (
+            sb.exec(
+                ["test", "-f", "/opt/etai/node_modules/is-number/index.js"], timeout=30
+            ).exit_code
+            == 0
+        )
+        for fresh in (False, True):
+            r = _run(sb, fresh)
+            assert r.status == Status.PASSED, (r.status, r.failed_tests)

@@ -174,6 +174,7 @@ def test_a_preflight_stores_the_pristine_workspace_and_not_the_fix(tmp_path, mon
     import json
     import sys
 
+    from harness import sandbox
     from harness.runs.session_jobs import local_preflights
     from harness.suites.load import load_suite
 
@@ -191,3 +192,12 @@ def test_a_preflight_stores_the_pristine_workspace_and_not_the_fix(tmp_path, mon
         sources += json.loads(p.read_text()).get("sourcesContent") or []
     pristine, fixed = (s.workspace / target).read_text(), fixed_text(s, target)
     assert pristine != fixed and pristine in sources and fixed not in sources
+    # Nor can the code under test list the store: an entry is read by its key, which names the
+    # source it was made from (an earlier session's fix, in a mined suite, lies there too).
+    entry = next(p for p in transforms.store().rglob("*") if p.is_file())
+    shard = entry.parent.name
+    with sandbox.start("docker", s.workspace, image=image) as sb:
+        for folder in (transforms.MOUNT, f"{transforms.MOUNT}/{shard}"):
+            assert sb.exec(["ls", folder], timeout=30).exit_code != 0, folder
+        read = sb.exec(["cat", f"{transforms.MOUNT}/{shard}/{entry.name}"], timeout=30)
+        assert read.exit_code == 0

@@ -649,6 +649,27 @@ function guardedRuntime(Base, jestDir) {
       return wrapped;
     }
 
+    // The module wrapper's head, made without this realm's Array methods and iterators (Jest's own
+    // uses `filter`, `join` and a spread): workspace code reaches this realm's Array.prototype
+    // through any host array (`Buffer.from('a').toJSON().data`), and a `join` replaced for the
+    // length of one `require` of a trusted file wrote code of its own into that file's wrapper,
+    // which then ran as trusted code (it reached the host realm through `vm`).
+    constructModuleWrapperStart() {
+      let args = 'module,exports,require,__dirname,__filename';
+      if (this._config.injectGlobals) args += ',jest';
+      const extra = this._config.sandboxInjectedGlobals;
+      const n = extra ? getOwnPropertyDescriptor(extra, 'length').value : 0;
+      for (let i = 0; i < n; i++) {
+        const d = getOwnPropertyDescriptor(extra, i);
+        if (d && typeof d.value === 'string') args += `,${d.value}`;
+      }
+      return `({"${EVAL_KEY}":function(${args}){`;
+    }
+
+    wrapCodeInModuleWrapper(content) {
+      return `${this.constructModuleWrapperStart()}${content}\n}});`;
+    }
+
     // An untrusted module's function gets a view of its `module` object whose parent and main
     // show no more than the name of a protected module.
     createScriptFromCode(scriptSource, filename) {
