@@ -29,7 +29,7 @@ from harness.sandbox import (
     transforms,
 )
 from harness.sandbox import image as _image
-from harness.sandbox._pipe import RunnerSandbox, jest_hosts
+from harness.sandbox._pipe import RunnerSandbox, host_flags, jest_hosts
 from harness.session.workspace import workspace_files
 
 LABEL = "etai"
@@ -114,8 +114,7 @@ def create_container(
         env["ETAI_SANDBOX_UID"] = "10001"
     if not limits.guard:
         env["ETAI_JEST_GUARD"] = "off"
-    if os.environ.get("ETAI_JEST_FORK") == "1":  # forked Jest hosts (docs/sandbox.md#forked-hosts)
-        env["ETAI_JEST_FORK"] = "1"
+    env.update(host_flags())
     # The suite's variables go under ours: a name the loader let through never replaces one above.
     env = {**dict(limits.env), **env}
     mounts = []

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.sandbox import Limits, register
 from harness.sandbox import image as _image
-from harness.sandbox._pipe import RunnerSandbox, jest_hosts
+from harness.sandbox._pipe import RunnerSandbox, host_flags, jest_hosts
 from harness.session.workspace import workspace_files
 
 _LIVE: set[LocalSandbox] = set()  # started by this process and not killed yet (Ctrl-C reaps them)
@@ -41,6 +41,7 @@ class LocalSandbox(RunnerSandbox):
             NODE_ENV="test",
             GIT_CONFIG_NOSYSTEM="1",
             ETAI_JEST_HOSTS=str(jest_hosts(limits)),
+            **host_flags(),
         )
         if not limits.guard:
             env["ETAI_JEST_GUARD"] = "off"

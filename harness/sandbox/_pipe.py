@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import os
 import queue
 import subprocess
 import threading
@@ -24,6 +25,12 @@ def jest_hosts(limits: Limits) -> int:
     """Warm Jest hosts per sandbox: two when it may use two CPUs, and a run of several test files
     is split between them (Jest's --shard); 5 files, one process, interleaved: 122 -> 97 ms p50."""
     return 2 if limits.cpus >= 2 else 1
+
+
+def host_flags() -> dict[str, str]:
+    """Runner settings taken from the harness's own environment, the same for every sandbox kind:
+    ``ETAI_JEST_FORK=1`` forks new Jest hosts from a warm one (docs/sandbox.md#forked-hosts)."""
+    return {"ETAI_JEST_FORK": "1"} if os.environ.get("ETAI_JEST_FORK") == "1" else {}
 
 
 class RunnerSandbox:

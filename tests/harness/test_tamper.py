@@ -102,20 +102,40 @@ def test_corpus_covers_the_attack_surface():
         assert len(chosen) >= 20 and {t.category for t in chosen} == categories
 
 
+def _verdicts(image, jobs, tmp_path):
+    """Each (technique, session) episode's row, and what is wrong with the rows: an infra error
+    (it would hide a verdict), a false green, a tampering technique merely failed, a peek not caught."""
+    with _sandboxes(image) as start, ThreadPoolExecutor(WORKERS) as ex:
+        rows = list(ex.map(lambda j: (j[0], j[2], _episode(start, tmp_path, *j)), jobs))
+    wrong = {
+        "infra": [
+            (t.name, s.session_id, r["reason"]) for t, s, r in rows if r["status"] == "infra_error"
+        ],
+        "false green": [
+            (t.name, s.session_id, r["status"])
+            for t, s, r in rows
+            if r["status"] == "passed" or r["green"] or r["steps_to_green"] is not None
+        ],
+        "merely failed": [
+            (t.name, s.session_id, r["status"])
+            for t, s, r in rows
+            if t.tampered and r["status"] != "tampered"
+        ],
+        # Special-casing the visible tests is no tampering: the held-out tests (every session has
+        # them) catch it, and the row says so.
+        "not caught": [
+            (t.name, s.session_id, r["status"], r["reason"])
+            for t, s, r in rows
+            if t.peeks and not (r["status"] == "failed" and r["special_cased"])
+        ],
+    }
+    return rows, {k: v for k, v in wrong.items() if v}
+
+
 @pytest.mark.timeout(2400)
 def test_no_technique_passes_on_any_session(image, sessions, tmp_path):
     jobs = [(t, st, s, f) for t in TECHNIQUES for st, s, f in sessions]
-    with _sandboxes(image) as start, ThreadPoolExecutor(WORKERS) as ex:
-        rows = list(ex.map(lambda j: (j[0], j[2], _episode(start, tmp_path, *j)), jobs))
-    infra = [
-        (t.name, s.session_id, r["reason"]) for t, s, r in rows if r["status"] == "infra_error"
-    ]
-    assert not infra, infra  # an infra error would hide a verdict
-    false_green = [
-        (t.name, s.session_id, r["status"])
-        for t, s, r in rows
-        if r["status"] == "passed" or r["green"] or r["steps_to_green"] is not None
-    ]
+    rows, wrong = _verdicts(image, jobs, tmp_path)
     by_technique = {}
     for t, s, r in rows:
         d = by_technique.setdefault(
@@ -126,26 +146,36 @@ def test_no_technique_passes_on_any_session(image, sessions, tmp_path):
     print(
         json.dumps({"sessions": len(sessions), "techniques": by_technique}, indent=1, default=dict)
     )
-    assert not false_green, false_green
+    assert not wrong, wrong
     assert len(rows) == len(TECHNIQUES) * len(sessions)
-    merely_failed = [
-        (t.name, s.session_id, r["status"])
-        for t, s, r in rows
-        if t.tampered and r["status"] != "tampered"
-    ]
-    assert not merely_failed, merely_failed
-    # Special-casing the visible tests is no tampering: the held-out tests (every session has
-    # them) catch it, and the row says so.
-    not_caught = [
-        (t.name, s.session_id, r["status"], r["reason"])
-        for t, s, r in rows
-        if t.peeks and not (r["status"] == "failed" and r["special_cased"])
-    ]
-    assert not not_caught, not_caught
     # the tampered status is in use: most techniques are caught, not merely stopped
     assert _NAMED or (
         sum(1 for d in by_technique.values() if d["statuses"]["tampered"]) >= len(TECHNIQUES) // 2
     )
+
+
+# Forked Jest hosts (docs/sandbox.md#forked-hosts) change how a host begins and ends. With them on:
+# the techniques of code that outlives a run in its host, of the process, and of held-out tests.
+FORKED = (
+    "warm-host-timer-steals-request",
+    "warm-host-stdout-getter-steals-request",
+    "warm-host-detached-child-reads-channel",
+    "exit-zero",
+    "patch-after-the-test",
+    "tmpdir-module-reaches-vm",
+    "held-out-read-at-run-time",
+    "store-reference-at-run-time",
+)
+
+
+def test_forked_hosts_pass_no_technique(image, sessions, tmp_path, monkeypatch):
+    monkeypatch.setenv("ETAI_JEST_FORK", "1")  # read as each sandbox is made
+    picked = [x for x in sessions if x[1].session_id in ("checkout-missing-await", "slugify")]
+    chosen = [t for t in tamper_corpus.TECHNIQUES if t.name in FORKED]
+    assert len(picked) == 2 and len(chosen) == len(FORKED)
+    rows, wrong = _verdicts(image, [(t, *x) for t in chosen for x in picked], tmp_path)
+    assert not wrong, wrong
+    assert len(rows) == len(FORKED) * 2
 
 
 def test_techniques_are_real_attacks_without_the_guard(image, sessions, tmp_path):

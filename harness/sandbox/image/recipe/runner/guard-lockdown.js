@@ -75,7 +75,7 @@ function hidden(g, context) {
 function lockProperty(obj, key, label, tamed) {
   const d = Reflect.getOwnPropertyDescriptor(obj, key);
   if (!d || !d.configurable) return;
-  if ('value' in d && TAMED.has(key)) {
+  if ('value' in d && tamed && TAMED.has(key)) {
     Reflect.defineProperty(obj, key, { value: d.value, writable: true, enumerable: d.enumerable, configurable: false });
     tamed.push([obj, key, label]);
   } else if ('value' in d) {
@@ -104,6 +104,12 @@ function lockAll(obj, label, skip, tamed) {
     if (skip && skip.has(key)) continue;
     lockProperty(obj, key, label, tamed);
   }
+}
+
+// Every own member of `obj` read-only and fixed, none tamed: for objects of this realm that its own
+// code calls into (guard.js lockShared).
+function lockMembers(obj) {
+  for (const key of Reflect.ownKeys(obj)) if (key !== 'prototype') lockProperty(obj, key, null, null);
 }
 
 // Lock the intrinsics of the realm whose global object is `g` (and whose vm context, if it is not
@@ -173,4 +179,4 @@ function watch(objects, members) {
   };
 }
 
-module.exports = { lockRealm };
+module.exports = { lockRealm, lockMembers };

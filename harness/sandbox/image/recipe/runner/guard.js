@@ -18,7 +18,7 @@
 
 const path = require('path');
 const util = require('util');
-const { lockRealm } = require('./guard-lockdown');
+const { lockRealm, lockMembers } = require('./guard-lockdown');
 const { through, unframed, amend } = require('./jest-warm');
 const { disk: sealedDisk } = require('./sealed');
 
@@ -293,14 +293,7 @@ function lockShared() {
   const crypto = require('crypto');
   const hash = getPrototypeOf(crypto.createHash('sha256'));
   const hmac = getPrototypeOf(crypto.createHmac('sha256', 'k'));
-  for (const obj of [Buffer, Buffer.prototype, hash, getPrototypeOf(hash), hmac, getPrototypeOf(hmac)]) {
-    for (const key of ownKeys(obj)) {
-      const d = getOwnPropertyDescriptor(obj, key);
-      if (!d.configurable || key === 'prototype') continue;
-      if ('value' in d) defineProperty(obj, key, { value: d.value, writable: false, enumerable: d.enumerable, configurable: false });
-      else defineProperty(obj, key, { get: d.get, set: d.set, enumerable: d.enumerable, configurable: false });
-    }
-  }
+  for (const obj of [Buffer, Buffer.prototype, hash, getPrototypeOf(hash), hmac, getPrototypeOf(hmac)]) lockMembers(obj);
 }
 
 // ------------------------------------------------------------------ the host realm's own loads

@@ -133,7 +133,7 @@ function runCommand(argv, { timeoutMs = 10000, outputCap = 1 << 20, cwd = WS, in
 const N_HOSTS = Math.max(1, Number(process.env.ETAI_JEST_HOSTS || 1));
 const hosts = new Array(N_HOSTS).fill(null); // each { proc, slot, set, clean, pending, tail, outN, cap, reason }
 const fresh = new Array(N_HOSTS).fill(null);
-let freshSerial = 0;
+let tmpSerial = 0; // numbers the TMPDIRs hosts get (fresh hosts, the zygote)
 
 function oomKills() {
   // cgroup v2 then v1: the kernel's count of OOM kills in this container.
@@ -163,7 +163,7 @@ function hostArgs() {
 
 // A TMPDIR of a host's own: the sandbox user's scratch space, this host's alone.
 function ownTmp(kind) {
-  const dir = fs.mkdtempSync(path.join(SCRATCH, `tmp-${kind}-${++freshSerial}-`));
+  const dir = fs.mkdtempSync(path.join(SCRATCH, `tmp-${kind}-${++tmpSerial}-`));
   if (AS_ROOT) fs.chmodSync(dir, 0o1777);
   return dir;
 }
@@ -280,7 +280,6 @@ function forkedHost(tmp) {
   const queue = [];
   let channel = null;
   proc.send = (msg) => { const line = `${JSON.stringify(msg)}\n`; if (channel) channel.write(line); else queue.push(line); };
-  const ended = () => proc.emit('exit', null, null);
   proc.forking = (async () => {
     if (!zygote) zygote = startZygote();
     const z = zygote;
@@ -343,7 +342,7 @@ function forkedHost(tmp) {
   }, () => {
     zygoteFailures++;
     if (zygote && zygoteFailures > 1) { try { process.kill(-zygote.proc.pid, 'SIGKILL'); } catch (e) { /* gone */ } zygote = null; }
-    ended();
+    proc.emit('exit', null, null);
   });
   return proc;
 }
@@ -677,7 +676,8 @@ const handlers = {
   host_paths: async (req) => {
     const r = await hostCall(req.set === 'fresh' ? fresh : hosts, 0, { op: 'paths' }, 30000);
     if (!r.ok) throw new Error(`host_paths: ${r.reason}`);
-    return Object.assign({ code_cache: r.answer.code_cache }, r.answer.paths); // code-cache.js stats
+    // code-cache.js stats, and whether the host was forked from the zygote
+    return Object.assign({ code_cache: r.answer.code_cache, forked: r.answer.forked }, r.answer.paths);
   },
 
   read: (req) => {

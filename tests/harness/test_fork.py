@@ -1,0 +1,104 @@
+"""Forked Jest hosts (runner/fork.cc, runner.js ``forkedHost``, docs/sandbox.md#forked-hosts), real
+Docker: with ``ETAI_JEST_FORK=1`` every Jest host but one is a child of that one, the zygote (which
+ran only the template); the runs give the verdicts a started host gives; a graded run's host is
+ended after it and replaced. Without the switch the same checks show started hosts (the control)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from harness import sandbox, tools
+from harness.grading.jest import from_runner
+from harness.sandbox import Limits, Status
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+# One agent host and one fresh host: which process is which can be told from the counts.
+LIMITS = Limits(memory_mb=1024, timeout_s=30, cpus=1)
+FILES = {
+    "src/double.js": "module.exports = (x) => x + 2;\n",  # right for 2 only
+    "tests/double.test.js": "const d = require('../src/double');\n"
+    "test('two', () => expect(d(2)).toBe(4));\n"
+    "test('three', () => expect(d(3)).toBe(6));\n",
+}
+# Jest hosts in the container and the runner: pid -> parent pid.
+HOSTS = (
+    "import json, os\n"
+    "out = {'hosts': {}, 'runner': None}\n"
+    "for p in filter(str.isdigit, os.listdir('/proc')):\n"
+    "    try:\n"
+    "        cmd = open(f'/proc/{p}/cmdline', 'rb').read()\n"
+    "        ppid = int(open(f'/proc/{p}/status').read().split('PPid:')[1].split()[0])\n"
+    "    except (OSError, IndexError):\n"
+    "        continue\n"
+    "    if cmd.endswith(b'/opt/etai/jest-host.js\\0'):\n"
+    "        out['hosts'][int(p)] = ppid\n"
+    "    elif cmd.endswith(b'/opt/etai/runner.js\\0'):\n"
+    "        out['runner'] = int(p)\n"
+    "print(json.dumps(out))\n"
+)
+
+
+def _processes(sb) -> tuple[dict[int, int], int]:
+    r = sb.exec(["python3", "-c", HOSTS], timeout=30)
+    assert r.exit_code == 0, r.stderr
+    seen = json.loads(r.stdout)
+    return {int(k): v for k, v in seen["hosts"].items()}, seen["runner"]
+
+
+def _settled(sb, n: int) -> tuple[dict[int, int], int]:
+    """The host processes once there are ``n`` of them (a replacement host warms after a run)."""
+    end = time.monotonic() + 30
+    while True:
+        hosts, runner = _processes(sb)
+        if len(hosts) == n or time.monotonic() > end:
+            return hosts, runner
+        time.sleep(0.2)
+
+
+def _graded(sb):
+    payload = {"timeout_ms": 60000, "output_cap": sb.limits.output_cap, "fresh": True}
+    return from_runner(sb.request("jest", payload, timeout=60))
+
+
+@pytest.mark.parametrize("fork", [False, True], ids=["started", "forked"])
+def test_hosts_are_forked_from_one_zygote_only_when_asked(
+    fork, monkeypatch, image, make_project, tmp_path
+):
+    if fork:
+        monkeypatch.setenv("ETAI_JEST_FORK", "1")
+    else:
+        monkeypatch.delenv("ETAI_JEST_FORK", raising=False)
+    root = make_project(tmp_path / "p", FILES)
+    with sandbox.start("docker", root, limits=LIMITS, image=image) as sb:
+        ran = tools.call(sb, "jest_run", {}).data  # the agent's host
+        assert (ran["num_passed"], ran["num_failed"]) == (1, 1), ran
+
+        # The agent's host, the fresh one that waits for a graded run, and with forks the zygote.
+        hosts, runner = _settled(sb, 3 if fork else 2)
+        if fork:
+            zygotes = [pid for pid, parent in hosts.items() if parent == runner]
+            assert len(zygotes) == 1, (hosts, runner)
+            assert all(parent == zygotes[0] for pid, parent in hosts.items() if pid != zygotes[0])
+            assert len(hosts) == 3, hosts
+        else:
+            assert set(hosts.values()) == {runner} and len(hosts) == 2, (hosts, runner)
+
+        graded = _graded(sb)
+        assert graded.status == Status.FAILED and (graded.num_passed, graded.num_failed) == (1, 1)
+        # The graded run's host is gone and a new one waits in its place; the others are kept.
+        after, _ = _settled(sb, len(hosts))
+        assert len(after) == len(hosts) and len(set(hosts) - set(after)) == 1, (hosts, after)
+        if fork:
+            assert set(after.values()) == {runner, zygotes[0]}, (after, zygotes)
+
+        # The fix, graded in the replacement: green.
+        fix = {"file": "src/double.js", "content": "module.exports = (x) => x * 2;\n"}
+        assert tools.call(sb, "file_write", fix).ok
+        assert _graded(sb).status == Status.PASSED
+        # Each host says how it began (asking the fresh one uses it up: it is asked last).
+        for which in ("agent", "fresh"):
+            assert sb.request("host_paths", {"set": which}, timeout=60)["forked"] is fork, which
