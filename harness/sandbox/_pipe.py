@@ -28,9 +28,10 @@ def jest_hosts(limits: Limits) -> int:
 
 
 def host_flags() -> dict[str, str]:
-    """Runner settings taken from the harness's own environment, the same for every sandbox kind:
-    ``ETAI_JEST_FORK=1`` forks new Jest hosts from a warm one (docs/sandbox.md#forked-hosts)."""
-    return {"ETAI_JEST_FORK": "1"} if os.environ.get("ETAI_JEST_FORK") == "1" else {}
+    """Runner settings taken from the harness's own environment, the same for every sandbox kind.
+    New Jest hosts are forked from a warm one (docs/sandbox.md#forked-hosts) unless
+    ``ETAI_JEST_FORK=0``; a runner without its ``fork.node`` starts them whatever this says."""
+    return {"ETAI_JEST_FORK": "0" if os.environ.get("ETAI_JEST_FORK") == "0" else "1"}
 
 
 class RunnerSandbox:

@@ -1,7 +1,7 @@
 """Forked Jest hosts (runner/fork.cc, runner.js ``forkedHost``, docs/sandbox.md#forked-hosts), real
-Docker: with ``ETAI_JEST_FORK=1`` every Jest host but one is a child of that one, the zygote (which
-ran only the template); the runs give the verdicts a started host gives; a graded run's host is
-ended after it and replaced. Without the switch the same checks show started hosts (the control)."""
+Docker: by default every Jest host but one is a child of that one, the zygote (which ran only the
+template); the runs give the verdicts a started host gives; a graded run's host is ended after it
+and replaced. With ``ETAI_JEST_FORK=0`` the same checks show started hosts (the control)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,15 @@ FILES = {
     "tests/double.test.js": "const d = require('../src/double');\n"
     "test('two', () => expect(d(2)).toBe(4));\n"
     "test('three', () => expect(d(3)).toBe(6));\n",
+    # Node reads its process ids once, at start: a forked host must not show its zygote's.
+    "tests/own.test.js": "const fs = require('fs');\n"
+    "test('own pid', () => expect(process.pid).toBe(Number(fs.readlinkSync('/proc/self'))));\n"
+    # A stdout written synchronously (a forked host's: the zygote made it for /dev/null) must block
+    # when the pipe is full; on a non-blocking one a flood was queued in memory until the OOM kill.
+    "test('stdout blocks', () => {\n"
+    "  const flags = parseInt(fs.readFileSync('/proc/self/fdinfo/1', 'utf8').match(/flags:\\s*(\\d+)/)[1], 8);\n"
+    "  const sync = process.stdout.constructor.name === 'SyncWriteStream';\n"
+    "  expect(sync && (flags & 0o4000) !== 0).toBe(false);\n});\n",
 }
 # Jest hosts in the container and the runner: pid -> parent pid.
 HOSTS = (
@@ -65,17 +74,14 @@ def _graded(sb):
 
 
 @pytest.mark.parametrize("fork", [False, True], ids=["started", "forked"])
-def test_hosts_are_forked_from_one_zygote_only_when_asked(
+def test_hosts_are_forked_from_one_zygote_unless_told_not_to(
     fork, monkeypatch, image, make_project, tmp_path
 ):
-    if fork:
-        monkeypatch.setenv("ETAI_JEST_FORK", "1")
-    else:
-        monkeypatch.delenv("ETAI_JEST_FORK", raising=False)
+    monkeypatch.setenv("ETAI_JEST_FORK", "1" if fork else "0")
     root = make_project(tmp_path / "p", FILES)
     with sandbox.start("docker", root, limits=LIMITS, image=image) as sb:
         ran = tools.call(sb, "jest_run", {}).data  # the agent's host
-        assert (ran["num_passed"], ran["num_failed"]) == (1, 1), ran
+        assert (ran["num_passed"], ran["num_failed"]) == (3, 1), ran
 
         # The agent's host, the fresh one that waits for a graded run, and with forks the zygote.
         hosts, runner = _settled(sb, 3 if fork else 2)
@@ -88,7 +94,7 @@ def test_hosts_are_forked_from_one_zygote_only_when_asked(
             assert set(hosts.values()) == {runner} and len(hosts) == 2, (hosts, runner)
 
         graded = _graded(sb)
-        assert graded.status == Status.FAILED and (graded.num_passed, graded.num_failed) == (1, 1)
+        assert graded.status == Status.FAILED and (graded.num_passed, graded.num_failed) == (3, 1)
         # The graded run's host is gone and a new one waits in its place; the others are kept.
         after, _ = _settled(sb, len(hosts))
         assert len(after) == len(hosts) and len(set(hosts) - set(after)) == 1, (hosts, after)

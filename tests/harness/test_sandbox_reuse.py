@@ -101,9 +101,12 @@ def test_a_reused_container_shows_nothing_of_the_episode_before(tmp_path, image,
             procs = json.loads(b.exec(["python3", "-c", PROCS]).stdout)
             assert host_pid not in procs and writer_pid not in procs, procs
             # What runs now: the container's own two, one runner (B's), B's two Jest hosts (the
-            # agent's, and the fresh one that waits for a graded run), this listing.
+            # agent's, and the fresh one that waits for a graded run) and the zygote they were
+            # forked from (kept: it ran only the template), this listing.
             kinds = sorted(_kind(pid, uid, cmd) for pid, (uid, cmd) in procs.items())
-            assert kinds == ["init", "jest host", "jest host", "listing", "runner", "sleep"], procs
+            forked = b.request("host_paths", {"set": "agent"}, timeout=60)["forked"]
+            hosts = ["jest host"] * (3 if forked else 2)
+            assert kinds == ["init", *hosts, "listing", "runner", "sleep"], (forked, procs)
             scratch = b.exec(["ls", "-AR", "/scratch"]).stdout  # B's Jest makes its own cache
             assert "b.test.js" in scratch, scratch
             for gone in ("left-by-a.txt", "writer-a.log", "a-pids", "from-a", "only-in-a.js"):

@@ -1,7 +1,9 @@
-// Makes the V8 code cache (code-cache.js) while the image is built: for each heap limit given, one
+// Makes the V8 code cache (code-cache.js) while the image is built: for each heap limit given, a
 // Jest host started with that limit (V8 keeps code only for the flags it was made under) runs the
-// template project (warm-template.js) once and writes the code it compiled. Run as root by the
-// Dockerfile, before any workspace exists; nothing else runs it. A host that fails fails the build.
+// template project (warm-template.js) once and writes the code it compiled; then one with the flags
+// of runner.js's zygote, which adds --single-threaded (the hosts forked from it run with its code).
+// Run as root by the Dockerfile, before any workspace exists; nothing else runs it. A host that
+// fails fails the build.
 //   node code-cache-build.js HEAP_MB...
 'use strict';
 
@@ -9,7 +11,7 @@ const cp = require('child_process');
 const fs = require('fs');
 const path = require('path');
 
-function once(heapMb) {
+function once(execArgv) {
   const tmp = fs.mkdtempSync('/tmp/etai-code-cache-'); // the image's TMPDIR is made at run time
   const ws = path.join(tmp, 'ws');
   const warmDir = path.join(tmp, 'warm');
@@ -17,10 +19,10 @@ function once(heapMb) {
   fs.mkdirSync(ws);
   const env = Object.assign({}, process.env, { ETAI_CODE_CACHE_WRITE: '1', ETAI_WORKSPACE: ws, TMPDIR: tmp });
   const host = cp.fork(path.join(__dirname, 'jest-host.js'), [], {
-    cwd: ws, execArgv: [`--max-old-space-size=${heapMb}`], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env,
+    cwd: ws, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env,
   });
   return new Promise((resolve, reject) => {
-    host.on('exit', (code) => reject(new Error(`code-cache-build: the host for ${heapMb} MB exited (${code})`)));
+    host.on('exit', (code) => reject(new Error(`code-cache-build: the host for ${execArgv.join(' ')} exited (${code})`)));
     host.on('message', (raw) => {
       const answer = JSON.parse(raw.json);
       host.removeAllListeners('exit');
@@ -28,7 +30,7 @@ function once(heapMb) {
       fs.rmSync(tmp, { recursive: true, force: true });
       const made = answer.code_cache;
       if (!(answer.warmed > 0) || !made || !(made.entries > 0)) {
-        reject(new Error(`code-cache-build: no code for ${heapMb} MB: ${raw.json.slice(0, 2000)}`));
+        reject(new Error(`code-cache-build: no code for ${execArgv.join(' ')}: ${raw.json.slice(0, 2000)}`));
       } else resolve(made);
     });
     host.send({ op: 'warm', nonce: 'build', dir: warmDir });
@@ -38,7 +40,9 @@ function once(heapMb) {
 (async () => {
   if (!process.env.ETAI_CODE_CACHE || process.argv.length < 3) throw new Error('usage: ETAI_CODE_CACHE=DIR node code-cache-build.js HEAP_MB...');
   for (const heap of process.argv.slice(2)) {
-    const made = await once(Number(heap));
-    process.stdout.write(`code cache: ${made.entries} scripts, ${made.bytes} bytes in ${made.folder}\n`);
+    for (const extra of [[], ['--single-threaded']]) {
+      const made = await once([`--max-old-space-size=${Number(heap)}`, ...extra]);
+      process.stdout.write(`code cache: ${made.entries} scripts, ${made.bytes} bytes in ${made.folder}\n`);
+    }
   }
 })().catch((e) => { process.stderr.write(`${e.stack || e}\n`); process.exit(1); });

@@ -131,7 +131,8 @@ static napi_value Fork(napi_env env, napi_callback_info info) {
     dup2(out[1], 2);
     fcntl(chan, F_SETFD, FD_CLOEXEC);
     nonblocking(chan);
-    nonblocking(1);
+    // stdout and stderr stay blocking: the zygote's process.stdout writes synchronously (it was
+    // made for /dev/null), and a full pipe must stop the writer until the runner has read it.
     close(ipc[0]);
     close(ipc[1]);
     close(out[0]);

@@ -303,13 +303,18 @@ function forkHost(nonce, tmp) {
 }
 
 // What a child must not keep of its zygote: the fork itself, the zygote's children and reaper, its
-// TMPDIR (each host has its own), the guard's secrets. Node's exit would wait for worker threads
+// process ids and TMPDIR (each host has its own), the guard's secrets. Node's exit would wait for worker threads
 // that only the zygote has, so a child ends with _exit: asked to (process.exit) or when the runner
 // is gone.
 function becomeChild(tmp) {
   const exit = forking.exit;
   forking = null;
   forked = true;
+  // Node read both ids once, at start: they are the zygote's. A test that signals its own process
+  // (`process.kill(process.pid)`) would signal the zygote; two hosts would share temporary names.
+  const zygotePid = process.pid;
+  Object.defineProperty(process, 'pid', { value: Number(fs.readlinkSync('/proc/self')), writable: false, enumerable: true, configurable: true });
+  process.ppid = zygotePid;
   children.clear();
   if (reaper) { clearInterval(reaper); reaper = null; }
   process.env.TMPDIR = tmp;

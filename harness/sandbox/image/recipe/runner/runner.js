@@ -214,8 +214,8 @@ function startHost(set, slot) {
 // has run nothing of any workspace), for a fraction of the cost (docs/sandbox.md#forked-hosts).
 // The zygote serves no run, so no workspace code ever runs in it, and it is kept across resets like
 // any clean host. Should it fail (killed by a stray, a fork that fails), a new one starts; after
-// three failures in a row this runner starts its hosts itself. Off unless ETAI_JEST_FORK=1: not yet
-// tried against the red-team corpus (docs/sandbox.md#forked-hosts).
+// three failures in a row this runner starts its hosts itself. On with ETAI_JEST_FORK=1, which the
+// harness passes unless told otherwise (harness/sandbox/_pipe.py host_flags).
 const FORK_ADDON = process.env.ETAI_JEST_FORK === '1' && fs.existsSync(path.join(__dirname, 'fork.node'));
 let zygote = null; // { proc, tmp, ready: Promise<boolean>, waiting: nonce -> handler, exits: pid -> status }
 let zygoteFailures = 0;
@@ -228,7 +228,7 @@ function startZygote() {
   // V8 single-threaded: its background tasks would go to worker threads that a child does not have.
   const proc = cp.fork(HOST, [], { cwd: WS, detached: true, execArgv: hostArgs().concat('--single-threaded'),
     stdio: ['ignore', 'ignore', 'ignore', 'ipc'], env: Object.assign(hostEnv(tmp), { ETAI_ZYGOTE: '1' }) });
-  const z = { proc, tmp, waiting: new Map(), exits: new Map(), exitWaits: new Map(), clean: true };
+  const z = { proc, tmp, waiting: new Map(), exits: new Map(), exitWaits: new Map(), clean: true, ended: null };
   proc.on('message', (raw, handle) => {
     let m = null;
     try { m = raw && typeof raw.json === 'string' ? JSON.parse(raw.json) : null; } catch (e) { /* not an answer */ }
@@ -243,7 +243,8 @@ function startZygote() {
     }
     if (handle) handle.destroy();
   });
-  proc.on('exit', () => {
+  proc.on('exit', (code, signal) => {
+    z.ended = { code, signal };
     if (zygote === z) zygote = null;
     for (const w of z.waiting.values()) w({ error: 'the zygote ended' });
     z.waiting.clear();
@@ -334,7 +335,10 @@ function forkedHost(tmp) {
       const wait = new Promise((ok) => setTimeout(ok, 500));
       Promise.race([outputClosed, wait]).then(() => exitStatus(z, parts.pid, 200)).then((st) => {
         output.destroy();
-        proc.emit('exit', st ? st.code : null, st ? st.signal : null);
+        // A child its zygote did not reap has no status of its own: when the zygote is gone (killed
+        // with it, as an operator or the machine kills every host), the zygote's end is reported.
+        const end = st || z.ended || null;
+        proc.emit('exit', end ? end.code : null, end ? end.signal : null);
       });
     });
     for (const line of queue.splice(0)) channel.write(line);
