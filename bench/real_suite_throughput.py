@@ -63,11 +63,8 @@ def arm_cache(tmp: Path, name: str) -> Path:
     cache = tmp / f"cache-{name}"
     cache.mkdir()
     for entry in base.iterdir() if base.is_dir() else ():
-        if entry.name not in (
-            "preflight",
-            "transforms",
-            "transforms-2",
-        ):  # either store folder name
+        # the store's folder is transforms or transforms-N, as its format changed
+        if entry.name != "preflight" and not entry.name.startswith("transforms"):
             (cache / entry.name).symlink_to(entry)
     return cache
 
