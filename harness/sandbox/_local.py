@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.sandbox import Limits, register
 from harness.sandbox import image as _image
-from harness.sandbox._pipe import RunnerSandbox, host_flags, jest_hosts
+from harness.sandbox._pipe import RunnerSandbox, host_flags, jest_hosts, per_worker
 from harness.session.workspace import workspace_files
 
 _LIVE: set[LocalSandbox] = set()  # started by this process and not killed yet (Ctrl-C reaps them)
@@ -70,10 +70,10 @@ class LocalRun:
     image = None
 
     def __init__(self, provider: LocalProvider, limits: Limits):
-        self._provider, self._limits = provider, limits
+        self._provider, self.limits = provider, limits
 
     def start(self, workspace: Path) -> LocalSandbox:
-        return self._provider.start(workspace, limits=self._limits)
+        return self._provider.start(workspace, limits=self.limits)
 
     def cleanup(self) -> None:
         pass  # nothing prepared: each sandbox removes its own temp folder
@@ -85,7 +85,7 @@ class LocalProvider:
     safe = False
 
     def prepare(self, limits: Limits, *, workers: int = 1, image: str | None = None) -> LocalRun:
-        return LocalRun(self, limits)
+        return LocalRun(self, per_worker(limits, workers))
 
     def start(self, workspace: Path, *, limits: Limits, image: str | None = None) -> LocalSandbox:
         files = workspace_files(workspace)

@@ -15,6 +15,7 @@ import queue
 import subprocess
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from harness.base.errors import SandboxDead, SandboxTimeout
@@ -24,7 +25,20 @@ from harness.sandbox import GRACE_S, ExecResult, Limits, Status, ToolFailure
 def jest_hosts(limits: Limits) -> int:
     """Warm Jest hosts per sandbox: two when it may use two CPUs, and a run of several test files
     is split between them (Jest's --shard); 5 files, one process, interleaved: 122 -> 97 ms p50."""
+    if limits.jest_hosts:
+        return limits.jest_hosts
     return 2 if limits.cpus >= 2 else 1
+
+
+def per_worker(limits: Limits, workers: int) -> Limits:
+    """``limits`` for one of ``workers`` sandboxes running at once: one Jest host each when two
+    per worker would outnumber the machine's CPUs. Each shard repeats a run's fixed part (its
+    host's warm-up, the scoped run's listing), which is only worth paying on an idle CPU:
+    fastest-validator's 30 preflights with 2 workers on 2 CPUs, 326 -> 243 CPU-s
+    (docs/sandbox.md#jest-hosts-per-sandbox)."""
+    if limits.jest_hosts or jest_hosts(limits) * max(1, workers) <= (os.cpu_count() or 1):
+        return limits
+    return replace(limits, jest_hosts=1)
 
 
 def host_flags() -> dict[str, str]:
