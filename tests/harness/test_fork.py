@@ -5,10 +5,15 @@ and replaced. With ``ETAI_JEST_FORK=0`` the same checks show started hosts (the 
 
 from __future__ import annotations
 
-import json
+import sys
 import time
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # the helper modules beside this file
+
+from procs import is_host, is_runner, processes  # noqa: E402
 
 from harness import sandbox, tools
 from harness.grading.jest import from_runner
@@ -33,29 +38,13 @@ FILES = {
     "  const sync = process.stdout.constructor.name === 'SyncWriteStream';\n"
     "  expect(sync && (flags & 0o4000) !== 0).toBe(false);\n});\n",
 }
-# Jest hosts in the container and the runner: pid -> parent pid.
-HOSTS = (
-    "import json, os\n"
-    "out = {'hosts': {}, 'runner': None}\n"
-    "for p in filter(str.isdigit, os.listdir('/proc')):\n"
-    "    try:\n"
-    "        cmd = open(f'/proc/{p}/cmdline', 'rb').read()\n"
-    "        ppid = int(open(f'/proc/{p}/status').read().split('PPid:')[1].split()[0])\n"
-    "    except (OSError, IndexError):\n"
-    "        continue\n"
-    "    if cmd.endswith(b'/opt/etai/jest-host.js\\0'):\n"
-    "        out['hosts'][int(p)] = ppid\n"
-    "    elif cmd.endswith(b'/opt/etai/runner.js\\0'):\n"
-    "        out['runner'] = int(p)\n"
-    "print(json.dumps(out))\n"
-)
 
 
-def _processes(sb) -> tuple[dict[int, int], int]:
-    r = sb.exec(["python3", "-c", HOSTS], timeout=30)
-    assert r.exit_code == 0, r.stderr
-    seen = json.loads(r.stdout)
-    return {int(k): v for k, v in seen["hosts"].items()}, seen["runner"]
+def _processes(sb) -> tuple[dict[int, int], int | None]:
+    """The Jest hosts in the container (pid -> parent pid) and the runner's pid."""
+    procs = processes(sb)
+    runner = next((pid for pid, p in procs.items() if is_runner(p)), None)
+    return {pid: p.ppid for pid, p in procs.items() if is_host(p)}, runner
 
 
 def _settled(sb, n: int) -> tuple[dict[int, int], int]:

@@ -6,10 +6,15 @@ file, no process, nothing in /tmp or Jest's cache folder, no Jest host (and so n
 from __future__ import annotations
 
 import dataclasses
-import json
+import sys
 import time
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # the helper modules beside this file
+
+from procs import Proc, is_host, processes  # noqa: E402
 
 from harness import sandbox, tools
 from harness.sandbox import Limits
@@ -37,18 +42,6 @@ test('leaves things behind', () => {
 });
 """
 GOOD = "test('fine', () => { expect(1).toBe(1); });\n"
-# Every process in the container: pid -> (uid, command line).
-PROCS = (
-    "import json, os\n"
-    "out = {}\n"
-    "for p in filter(str.isdigit, os.listdir('/proc')):\n"
-    "    try:\n"
-    "        uid = int(open(f'/proc/{p}/status').read().split('Uid:')[1].split()[0])\n"
-    "        out[p] = [uid, open(f'/proc/{p}/cmdline', 'rb').read().decode('latin1')]\n"
-    "    except (OSError, IndexError):\n"
-    "        pass\n"
-    "print(json.dumps(out))\n"
-)
 
 
 def _wait_for_ready(prepared, name: str, timeout: float = 60.0) -> None:
@@ -62,8 +55,9 @@ def _wait_for_ready(prepared, name: str, timeout: float = 60.0) -> None:
     raise AssertionError(f"container {name} did not come back to the pool within {timeout} s")
 
 
-def _kind(pid: str, uid: int, cmd: str) -> str:
-    if pid == "1":
+def _kind(pid: int, p: Proc) -> str:
+    uid, cmd = p.uid, p.cmd
+    if pid == 1:
         return "init"
     if uid == 0 and cmd == "sleep\0infinity\0":
         return "sleep"
@@ -90,7 +84,7 @@ def test_a_reused_container_shows_nothing_of_the_episode_before(tmp_path, image,
         left = a.exec(["sh", "-c", "cat $TMPDIR/a-pids; echo; ls $TMPDIR $TMPDIR/jest-cache"])
         host_pid, writer_pid = left.stdout.split("\n")[0].split()
         assert "left-by-a.txt" in left.stdout and "from-a" in left.stdout, left
-        assert str(writer_pid) in json.loads(a.exec(["python3", "-c", PROCS]).stdout)
+        assert int(writer_pid) in processes(a)
         name = a.name
         a.close()
 
@@ -98,12 +92,12 @@ def test_a_reused_container_shows_nothing_of_the_episode_before(tmp_path, image,
         b = prepared.start(make_project(tmp_path / "b", {"tests/b.test.js": GOOD}))
         try:
             assert (b.name, b.uses) == (name, 2)  # the same container, its second episode
-            procs = json.loads(b.exec(["python3", "-c", PROCS]).stdout)
-            assert host_pid not in procs and writer_pid not in procs, procs
+            procs = processes(b)
+            assert int(host_pid) not in procs and int(writer_pid) not in procs, procs
             # What runs now: the container's own two, one runner (B's), B's two Jest hosts (the
             # agent's, and the fresh one that waits for a graded run) and the zygote they were
             # forked from (kept: it ran only the template), this listing.
-            kinds = sorted(_kind(pid, uid, cmd) for pid, (uid, cmd) in procs.items())
+            kinds = sorted(_kind(pid, p) for pid, p in procs.items())
             forked = b.request("host_paths", {"set": "agent"}, timeout=60)["forked"]
             hosts = ["jest host"] * (3 if forked else 2)
             assert kinds == ["init", *hosts, "listing", "runner", "sleep"], (forked, procs)
@@ -238,9 +232,8 @@ def test_an_error_thrown_between_runs_leaves_the_host_serving_the_next_run(
     root = make_project(tmp_path / "p", {"tests/late.test.js": LATE_THROW})
     with sandbox.start("docker", root, image=image, limits=LIMITS) as sb:
 
-        def hosts() -> set[str]:
-            procs = json.loads(sb.exec(["python3", "-c", PROCS]).stdout)
-            return {p for p, (_, cmd) in procs.items() if "jest-host.js" in cmd}
+        def hosts() -> set[int]:
+            return {pid for pid, p in processes(sb).items() if is_host(p)}
 
         first = tools.call(sb, "jest_run", {})
         assert first.status == "passed", first

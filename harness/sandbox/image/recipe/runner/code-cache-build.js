@@ -1,7 +1,7 @@
 // Makes the V8 code cache (code-cache.js) while the image is built: for each heap limit given, a
 // Jest host started with that limit (V8 keeps code only for the flags it was made under) runs the
 // template project (warm-template.js) once and writes the code it compiled; then one with the flags
-// of runner.js's zygote, which adds --single-threaded (the hosts forked from it run with its code).
+// of runner.js's zygote, which adds code-cache.js's ZYGOTE_FLAGS (hosts forked from it run its code).
 // Run as root by the Dockerfile, before any workspace exists; nothing else runs it. A host that
 // fails fails the build.
 //   node code-cache-build.js HEAP_MB...
@@ -10,6 +10,7 @@
 const cp = require('child_process');
 const fs = require('fs');
 const path = require('path');
+const { ZYGOTE_FLAGS } = require('./code-cache');
 
 function once(execArgv) {
   const tmp = fs.mkdtempSync('/tmp/etai-code-cache-'); // the image's TMPDIR is made at run time
@@ -40,7 +41,7 @@ function once(execArgv) {
 (async () => {
   if (!process.env.ETAI_CODE_CACHE || process.argv.length < 3) throw new Error('usage: ETAI_CODE_CACHE=DIR node code-cache-build.js HEAP_MB...');
   for (const heap of process.argv.slice(2)) {
-    for (const extra of [[], ['--single-threaded']]) {
+    for (const extra of [[], ZYGOTE_FLAGS]) {
       const made = await once([`--max-old-space-size=${Number(heap)}`, ...extra]);
       process.stdout.write(`code cache: ${made.entries} scripts, ${made.bytes} bytes in ${made.folder}\n`);
     }

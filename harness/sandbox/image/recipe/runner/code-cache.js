@@ -98,4 +98,8 @@ function writeAll() {
   return { folder, entries: made.length, bytes };
 }
 
-module.exports = { install, script, writeAll, flagsFolder, entryName, stats: () => Object.assign({ folder }, stats) };
+// The flags runner.js's zygote adds to a host's (V8 single-threaded: its background tasks would go
+// to worker threads that a forked child does not have). The image build makes a folder for them too.
+const ZYGOTE_FLAGS = Object.freeze(['--single-threaded']);
+
+module.exports = { install, script, writeAll, flagsFolder, entryName, ZYGOTE_FLAGS, stats: () => Object.assign({ folder }, stats) };

@@ -17,6 +17,7 @@ const cp = require('child_process');
 const crypto = require('crypto');
 const { EventEmitter } = require('events');
 const fileSig = require('./file-sig');
+const { ZYGOTE_FLAGS } = require('./code-cache');
 
 const WS = path.resolve(process.env.ETAI_WORKSPACE || '/scratch/ws');
 const HOST = path.join(__dirname, 'jest-host.js');
@@ -225,8 +226,7 @@ function forksOn() { return FORK_ADDON && zygoteFailures < 3; }
 
 function startZygote() {
   const tmp = ownTmp('zygote');
-  // V8 single-threaded: its background tasks would go to worker threads that a child does not have.
-  const proc = cp.fork(HOST, [], { cwd: WS, detached: true, execArgv: hostArgs().concat('--single-threaded'),
+  const proc = cp.fork(HOST, [], { cwd: WS, detached: true, execArgv: hostArgs().concat(ZYGOTE_FLAGS),
     stdio: ['ignore', 'ignore', 'ignore', 'ipc'], env: Object.assign(hostEnv(tmp), { ETAI_ZYGOTE: '1' }) });
   const z = { proc, tmp, waiting: new Map(), exits: new Map(), exitWaits: new Map(), clean: true, ended: null };
   proc.on('message', (raw, handle) => {
