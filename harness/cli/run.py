@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
+from harness.base.cpus import available_cpus
 from harness.base.errors import InputError
 
 
@@ -48,7 +48,10 @@ def add_parsers(sub) -> None:
         help="rollouts per session and agent, for pass@k (default 1)",
     )
     r.add_argument(
-        "--workers", type=int, default=None, help="sessions in parallel (default: number of cores)"
+        "--workers",
+        type=int,
+        default=None,
+        help="sessions in parallel (default: one per CPU this process may use)",
     )
     r.add_argument("--out", default=None, help="run folder (default runs/<suite>)")
     r.add_argument(
@@ -115,7 +118,12 @@ def add_parsers(sub) -> None:
         "target is",
     )
     v.add_argument("--sandbox", default="docker", help="with --jest: the sandbox (default docker)")
-    v.add_argument("--workers", type=int, default=None, help="with --jest: sessions in parallel")
+    v.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="with --jest: sessions in parallel (default: one per CPU this process may use)",
+    )
     v.add_argument("--no-progress", action="store_true", help="no progress bar")
     v.set_defaults(func=_validate)
     rec = s.add_parser(
@@ -124,7 +132,10 @@ def add_parsers(sub) -> None:
     rec.add_argument("path", help="suite folder or bundled name")
     rec.add_argument("--sandbox", default="docker")
     rec.add_argument(
-        "--workers", type=int, default=None, help="sessions in parallel (default: one per CPU)"
+        "--workers",
+        type=int,
+        default=None,
+        help="sessions in parallel (default: one per CPU this process may use)",
     )
     rec.set_defaults(func=_record)
     from harness.authoring.build.cli import add_parser as add_build  # `etai suite build`
@@ -205,9 +216,7 @@ def _validate_with_jest(suite, args: argparse.Namespace) -> int:
     from harness.sandbox import require_kind
 
     require_kind(args.sandbox)
-    workers = (
-        (os.cpu_count() or 1) if args.workers is None else at_least_one("workers", args.workers)
-    )
+    workers = available_cpus() if args.workers is None else at_least_one("workers", args.workers)
     checks = check_suite(
         suite, sandbox=args.sandbox, workers=workers, progress=not args.no_progress
     )
@@ -230,9 +239,7 @@ def _record(args: argparse.Namespace) -> int:
     from harness.authoring.record import record_suite
     from harness.runs.runner import at_least_one
 
-    workers = (
-        (os.cpu_count() or 1) if args.workers is None else at_least_one("workers", args.workers)
-    )
+    workers = available_cpus() if args.workers is None else at_least_one("workers", args.workers)
     n = record_suite(
         args.path,
         sandbox=args.sandbox,

@@ -10,13 +10,13 @@ rows of this command's keys.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
+from harness.base.cpus import available_cpus
 from harness.base.errors import InputError
 from harness.base.progress import bar as progress_bar
 from harness.grading.verify import check_regression
@@ -57,7 +57,7 @@ def run(
     """
     settings = RunSettings(
         samples=at_least_one("samples", samples, most=MAX_SAMPLES),
-        workers=(os.cpu_count() or 1) if workers is None else at_least_one("workers", workers),
+        workers=available_cpus() if workers is None else at_least_one("workers", workers),
         k=k,
         max_steps=max_steps,
         sandbox=sandbox,

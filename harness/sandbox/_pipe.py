@@ -18,6 +18,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from harness.base.cpus import available_cpus
 from harness.base.errors import SandboxDead, SandboxTimeout
 from harness.sandbox import GRACE_S, ExecResult, Limits, Status, ToolFailure
 
@@ -32,11 +33,11 @@ def jest_hosts(limits: Limits) -> int:
 
 def per_worker(limits: Limits, workers: int) -> Limits:
     """``limits`` for one of ``workers`` sandboxes running at once: one Jest host each when two
-    per worker would outnumber the machine's CPUs. Each shard repeats a run's fixed part (its
-    host's warm-up, the scoped run's listing), which is only worth paying on an idle CPU:
+    per worker would outnumber the CPUs this process may use. Each shard repeats a run's fixed
+    part (Jest's set-up, the haste map, a scoped run's listing), worth paying only on an idle CPU:
     fastest-validator's 30 preflights with 2 workers on 2 CPUs, 326 -> 243 CPU-s
     (docs/sandbox.md#jest-hosts-per-sandbox)."""
-    if limits.jest_hosts or jest_hosts(limits) * max(1, workers) <= (os.cpu_count() or 1):
+    if limits.jest_hosts or jest_hosts(limits) * max(1, workers) <= available_cpus():
         return limits
     return replace(limits, jest_hosts=1)
 

@@ -60,7 +60,7 @@ def test_a_run_of_more_workers_than_cpus_allow_gets_one_jest_host_a_sandbox(monk
     ``per_worker``). An explicit ``jest_hosts`` is kept, and so is a 1-CPU sandbox's one host."""
     from harness.sandbox import _pipe, provider
 
-    monkeypatch.setattr(_pipe.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(_pipe, "available_cpus", lambda: 2)
     monkeypatch.setattr(_docker, "prune", lambda **_: [])
     assert _pipe.jest_hosts(Limits()) == 2
     assert _pipe.jest_hosts(_pipe.per_worker(Limits(), 1)) == 2
@@ -70,5 +70,5 @@ def test_a_run_of_more_workers_than_cpus_allow_gets_one_jest_host_a_sandbox(monk
     for kind in ("docker", "local"):  # what each backend's runs start their sandboxes with
         assert _pipe.jest_hosts(provider(kind).prepare(Limits(), workers=2, image="x").limits) == 1
         assert _pipe.jest_hosts(provider(kind).prepare(Limits(), workers=1, image="x").limits) == 2
-    monkeypatch.setattr(_pipe.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(_pipe, "available_cpus", lambda: 16)
     assert _pipe.jest_hosts(_pipe.per_worker(Limits(), 8)) == 2
