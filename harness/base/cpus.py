@@ -1,5 +1,4 @@
-"""How many CPUs this process may use: the default number of workers of a run, and what decides
-how many Jest hosts each of its sandboxes keeps (harness/sandbox/_pipe.py ``per_worker``).
+"""How many CPUs this process may use: the default number of workers of a run.
 
 ``os.cpu_count()`` counts the machine's CPUs. In a container (a CI runner, a cluster pod) that can
 be many times what the process may use, and a run with one worker per counted CPU then crowds

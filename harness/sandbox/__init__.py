@@ -41,9 +41,6 @@ class Limits:
     node_modules: str | None = None
     # The trusted transform cache (harness/sandbox/transforms.py): Docker Jest sandboxes read it.
     transform_cache: bool = True
-    # Warm Jest hosts per sandbox (harness/sandbox/_pipe.py `jest_hosts`); None: from ``cpus``,
-    # and a run's ``prepare`` sets it from the machine's CPUs per worker.
-    jest_hosts: int | None = None
 
 
 def jest_heap_mb(memory_mb: int) -> int:

@@ -29,7 +29,7 @@ from harness.sandbox import (
     transforms,
 )
 from harness.sandbox import image as _image
-from harness.sandbox._pipe import RunnerSandbox, host_flags, jest_hosts, per_worker
+from harness.sandbox._pipe import RunnerSandbox, host_flags, jest_hosts
 from harness.session.workspace import workspace_files
 
 LABEL = "etai"
@@ -432,7 +432,7 @@ class DockerProvider:
     def prepare(self, limits: Limits, *, workers: int = 1, image: str | None = None) -> DockerRun:
         image = image or _image.ensure_image()
         prune()  # containers of runs that died (SIGKILL, reboot) before they could clean up
-        return DockerRun(image, per_worker(limits, workers), pool_size=min(workers, 4))
+        return DockerRun(image, limits, pool_size=min(workers, 4))
 
     def start(self, workspace: Path, *, limits: Limits, image: str | None = None) -> DockerSandbox:
         files = workspace_files(workspace)

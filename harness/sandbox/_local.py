@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.sandbox import Limits, register
 from harness.sandbox import image as _image
-from harness.sandbox._pipe import RunnerSandbox, host_flags, jest_hosts, per_worker
+from harness.sandbox._pipe import RunnerSandbox, host_flags, jest_hosts
 from harness.session.workspace import workspace_files
 
 _LIVE: set[LocalSandbox] = set()  # started by this process and not killed yet (Ctrl-C reaps them)
@@ -85,7 +85,7 @@ class LocalProvider:
     safe = False
 
     def prepare(self, limits: Limits, *, workers: int = 1, image: str | None = None) -> LocalRun:
-        return LocalRun(self, per_worker(limits, workers))
+        return LocalRun(self, limits)
 
     def start(self, workspace: Path, *, limits: Limits, image: str | None = None) -> LocalSandbox:
         files = workspace_files(workspace)

@@ -15,10 +15,8 @@ import queue
 import subprocess
 import threading
 import time
-from dataclasses import replace
 from typing import Any
 
-from harness.base.cpus import available_cpus
 from harness.base.errors import SandboxDead, SandboxTimeout
 from harness.sandbox import GRACE_S, ExecResult, Limits, Status, ToolFailure
 
@@ -26,20 +24,7 @@ from harness.sandbox import GRACE_S, ExecResult, Limits, Status, ToolFailure
 def jest_hosts(limits: Limits) -> int:
     """Warm Jest hosts per sandbox: two when it may use two CPUs, and a run of several test files
     is split between them (Jest's --shard); 5 files, one process, interleaved: 122 -> 97 ms p50."""
-    if limits.jest_hosts:
-        return limits.jest_hosts
     return 2 if limits.cpus >= 2 else 1
-
-
-def per_worker(limits: Limits, workers: int) -> Limits:
-    """``limits`` for one of ``workers`` sandboxes running at once: one Jest host each when two
-    per worker would outnumber the CPUs this process may use. Each shard repeats a run's fixed
-    part (Jest's set-up, the haste map, a scoped run's listing), worth paying only on an idle CPU:
-    fastest-validator's 30 preflights with 2 workers on 2 CPUs, 326 -> 243 CPU-s
-    (docs/sandbox.md#jest-hosts-per-sandbox)."""
-    if limits.jest_hosts or jest_hosts(limits) * max(1, workers) <= available_cpus():
-        return limits
-    return replace(limits, jest_hosts=1)
 
 
 def host_flags() -> dict[str, str]:

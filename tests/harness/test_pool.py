@@ -52,23 +52,3 @@ def test_acquirers_waiting_on_failed_starts_all_make_their_own_at_once(tmp_path,
     assert len(failed) == 3, failed
     assert max(failed) - t0 < 5, f"an acquirer slept {max(failed) - t0:.0f} s after the failures"
     assert len(starts) == 5, "the pool's two starts and one start of each acquirer's own"
-
-
-def test_a_run_of_more_workers_than_cpus_allow_gets_one_jest_host_a_sandbox(monkeypatch):
-    """Two hosts shard a run only when every worker's pair has CPUs of its own: on 2 CPUs with
-    2 workers each shard's fixed part is paid on a busy machine (harness/sandbox/_pipe.py
-    ``per_worker``). An explicit ``jest_hosts`` is kept, and so is a 1-CPU sandbox's one host."""
-    from harness.sandbox import _pipe, provider
-
-    monkeypatch.setattr(_pipe, "available_cpus", lambda: 2)
-    monkeypatch.setattr(_docker, "prune", lambda **_: [])
-    assert _pipe.jest_hosts(Limits()) == 2
-    assert _pipe.jest_hosts(_pipe.per_worker(Limits(), 1)) == 2
-    assert _pipe.jest_hosts(_pipe.per_worker(Limits(), 2)) == 1
-    assert _pipe.jest_hosts(_pipe.per_worker(Limits(jest_hosts=2), 4)) == 2
-    assert _pipe.jest_hosts(_pipe.per_worker(Limits(cpus=1), 4)) == 1
-    for kind in ("docker", "local"):  # what each backend's runs start their sandboxes with
-        assert _pipe.jest_hosts(provider(kind).prepare(Limits(), workers=2, image="x").limits) == 1
-        assert _pipe.jest_hosts(provider(kind).prepare(Limits(), workers=1, image="x").limits) == 2
-    monkeypatch.setattr(_pipe, "available_cpus", lambda: 16)
-    assert _pipe.jest_hosts(_pipe.per_worker(Limits(), 8)) == 2
