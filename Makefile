@@ -2,9 +2,9 @@
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,train,serve,report,ray
+EXTRAS ?= dev,train,serve,report,ray,docs
 
-.PHONY: setup docker venv image browser demo test test-long test-fast lint bench redteam redteam-search mutation real-suites mined-suites train-set chaos clean
+.PHONY: setup docker venv image browser docs demo test test-long test-fast lint bench redteam redteam-search mutation real-suites mined-suites train-set chaos clean
 
 setup: docker venv image
 
@@ -25,6 +25,11 @@ image: docker venv
 # Debian's chromium, for the test that opens an `etai report` page in a real browser.
 browser:
 	bash scripts/ensure-browser
+
+# The documentation site from docs/ into runs/site/, strict: a broken link or a missing page fails
+# (tests/docs/ builds it in make test too).
+docs: venv
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict
 
 # The main job: replay the bundled suite with the reference agent and the do-nothing agent.
 demo: setup
