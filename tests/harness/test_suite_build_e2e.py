@@ -227,6 +227,58 @@ def test_a_held_out_cut_that_breaks_a_visible_case_is_not_kept(tmp_path, make_pr
     assert oracle["reference_broken"] == [] and oracle["path_accuracy"][3] == 1.0, oracle
 
 
+def test_a_killing_case_with_a_twin_is_never_held_out(tmp_path, make_project):
+    """A killing case whose twin (the same body with other names, or the same inputs and expected
+    values) is in the workspace stays visible: code keyed on the visible copy would pass it
+    (fastest-validator's .ts tests mirror its .js tests, a quarter of a suite's held-out cases had
+    a visible twin). tests/mirror.test.js repeats every case of tests/inc.test.js: no session of
+    src/inc.js holds a case out, and the summary counts the twins; src/dec.js's cases, each its
+    own, are still split. The oracle reaches green on all."""
+    cases = [(0, 1), (1, 2), (2, 3)]
+    project = make_project(
+        tmp_path / "proj",
+        {
+            "src/inc.js": "exports.inc = function (x) {\n  return x + 1;\n};\n",
+            "src/dec.js": "exports.dec = function (x) {\n  return x - 1;\n};\n",
+            "tests/inc.test.js": "const { inc } = require('../src/inc');\n"
+            + "".join(f"test('inc {a}', () => expect(inc({a})).toBe({b}));\n" for a, b in cases),
+            # the same cases with other titles, names and layout
+            "tests/mirror.test.js": "const inc = require('../src/inc').inc;\n"
+            + "".join(
+                f"test('mirrors {a}', () => {{\n  const got = inc({a}); // again\n"
+                f"  expect(got).toBe({b});\n}});\n"
+                for a, b in cases
+            ),
+            "tests/dec.test.js": "const { dec } = require('../src/dec');\n"
+            + "".join(f"test('dec {b}', () => expect(dec({b})).toBe({a}));\n" for a, b in cases),
+        },
+    )
+    _lockfile(project)
+    out = tmp_path / "suite"
+    assert main(["suite", "build", str(project), "--out", str(out), "--no-progress"]) == 0
+    rows = [json.loads(x) for x in (out / "mutants.jsonl").read_text().splitlines()]
+    kept = [r for r in rows if r["verdict"] == "kept"]
+    assert {r["file"] for r in kept} == {"src/inc.js", "src/dec.js"}, rows
+    twins = 0
+    for r in kept:
+        cases_row = r["held_out"]["cases"]
+        if r["file"] == "src/inc.js":
+            assert (
+                "tests" not in r["held_out"] and r["held_out"]["why_none"] == "ineligible_twin"
+            ), r
+            assert cases_row["twin"] == cases_row["considered"] >= 1 and cases_row["held_out"] == 0
+            twins += cases_row["twin"]
+        else:
+            assert r["held_out"]["tests"] and cases_row["twin"] == 0, r
+            assert cases_row["held_out"] == len(r["held_out"]["tests"]), r
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["held_out"]["cases"]["twin"] == twins >= 1, summary
+    assert summary["held_out"]["without"].get("ineligible_twin", 0) >= 1, summary
+    run_summary = run(str(out), ["oracle"], out=tmp_path / "run", progress=False)
+    oracle = run_summary["agents"]["oracle"]
+    assert oracle["reference_broken"] == [] and oracle["path_accuracy"][3] == 1.0, oracle
+
+
 def test_a_project_whose_tests_all_fail_in_the_sandbox_is_refused_at_the_baseline(
     tmp_path, make_project, capsys
 ):

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from harness.authoring import MEMORY_MB
+from harness.authoring import MEMORY_MB, eligibility
 from harness.authoring.build import compose, held_out, mutants
 from harness.authoring.jest_config import JestAdditions, add_to_jest_config, additions
 from harness.authoring.record import replay_steps
@@ -127,6 +127,7 @@ def _statuses(r: jest.JestResult) -> dict[str, str]:
 def baseline(box: Box, runs: int, timeout: float, progress: bool) -> dict[str, Any]:
     """The whole suite ``runs`` times: per test, how often it passed; flaky and failing tests."""
     counts: dict[str, Counter] = {}
+    asserts: dict[str, int] = {}  # each passing test's fewest passing assertions over the runs
     seconds = []
     for _ in range(runs):
         r, answer = box.jest(None, timeout)
@@ -140,6 +141,9 @@ def baseline(box: Box, runs: int, timeout: float, progress: bool) -> dict[str, A
         seconds.append(round(r.duration_s, 2))
         for tid, st in _statuses(r).items():
             counts.setdefault(tid, Counter())[st] += 1
+        for t in r.tests:
+            if t.status == "passed":
+                asserts[t.id] = min(asserts.get(t.id, t.asserts), t.asserts)
         for f in r.failed_tests:  # a file that fails to load has no test records
             if f.name == "(test file failed to run)":
                 counts.setdefault(f"{f.file}::(test file failed to run)", Counter())["failed"] += 1
@@ -163,6 +167,7 @@ def baseline(box: Box, runs: int, timeout: float, progress: bool) -> dict[str, A
         "passing": passing,
         "flaky": flaky,
         "failing": failing,
+        "asserts": {t: asserts[t] for t in passing if t in asserts},
         "first_failure": f"{first.file}: {first.name}: {first.message[:1500]}" if first else None,
     }
 
@@ -331,7 +336,8 @@ def _build(
     try:
         base_file = out / "baseline.json"
         base = json.loads(base_file.read_text()) if base_file.is_file() else None
-        if base is None or base.get("runs") != opts.runs:
+        # A baseline written before it counted assertions is run again (the vacuous rule needs them).
+        if base is None or base.get("runs") != opts.runs or "asserts" not in base:
             log(f"baseline: the whole suite {opts.runs} times")
             base = baseline(box, opts.runs, opts.timeout_s, progress)
             write_json_atomic(base_file, base)
@@ -348,6 +354,7 @@ def _build(
         bar = progress_bar(opts.max_sessions or len(order), "mutants", enabled=progress, unit="it")
         bar.update(min(n_kept, bar.total))
         rng = random.Random(opts.seed)
+        ws = _Workspace(out / "base", box.sb.test_files)
         for m in order:
             if opts.max_sessions is not None and n_kept >= opts.max_sessions:
                 break
@@ -366,7 +373,7 @@ def _build(
                 row["verdict"] = verdict
                 if verdict == "kept":
                     failures, cut = _held_out(
-                        box, out, opts, m, details["failures"], row, base, timeout
+                        box, ws, opts, m, details["failures"], row, base, timeout
                     )
                     sess = compose.session(name, m, text, failures, rng)
                     if cut is not None:
@@ -401,9 +408,25 @@ def _build(
     return summary
 
 
+class _Workspace:
+    """What the eligibility rule reads of the base (the same for every session): its test files,
+    their cases (parsed once, on first use) and the words of its other files."""
+
+    def __init__(self, base: Path, test_files: list[str]):
+        self.base, self.test_files = base, test_files
+        self._found: tuple | None = None
+
+    def read(self) -> tuple[dict[str, str], dict[str, list[dict]], set[str]]:
+        if self._found is None:
+            tests = {f: (self.base / f).read_text(encoding="utf-8") for f in self.test_files}
+            known = held_out.known_words(self.base, tests)
+            self._found = (tests, held_out.all_cases(tests), known)
+        return self._found
+
+
 def _held_out(
     box: Box,
-    out: Path,
+    ws: _Workspace,
     opts: BuildOptions,
     m: mutants.Mutant,
     failures: list,
@@ -415,20 +438,27 @@ def _held_out(
     the row records which held-out cases, or why none (held_out.py has the rule)."""
     if opts.held_out != "split":
         return failures, None
+    tests, found, known = ws.read()
     texts = {
-        f: (out / "base" / f).read_text(encoding="utf-8")
+        f: tests[f] if f in tests else (ws.base / f).read_text(encoding="utf-8")
         for f in sorted({x.test_file for x in failures})
     }
+    sc = held_out.screen(failures, tests, known, base.get("asserts"), found)
     # Seeded per mutant: the choice does not depend on which mutants were kept before it.
-    got = held_out.split(failures, texts, random.Random(f"{opts.seed}:{m.id}"))
+    got = held_out.split(failures, texts, random.Random(f"{opts.seed}:{m.id}"), sc.why)
     if isinstance(got, str):
-        row["held_out"] = {"why_none": got}
+        row["held_out"] = {
+            "why_none": got,
+            "cases": eligibility.counts(len(sc.considered), sc.why, 0),
+        }
         return failures, None
     broken = _cut_breaks(box, got, base, timeout)
+    cases = eligibility.counts(len(sc.considered), sc.why, 0 if broken else len(got.held))
     if broken:
         row["held_out"] = {"why_none": "cut_breaks_a_visible_case", "broken": broken[:3]}
+        row["held_out"]["cases"] = cases
         return failures, None
-    row["held_out"] = {"tests": got.held}
+    row["held_out"] = {"tests": got.held, "cases": cases}
     return [got.first, *failures[1:]], got
 
 
@@ -524,6 +554,11 @@ def _summary(name, done, base, unparsed, candidates, seconds) -> dict[str, Any]:
                     for r in kept
                     if "tests" not in r.get("held_out", {})
                 )
+            ),
+            # The killing cases a split could hold out, how many were ineligible for each reason
+            # (eligibility.py), and how many were held out.
+            "cases": eligibility.total(
+                r["held_out"]["cases"] for r in kept if "cases" in r.get("held_out", {})
             ),
         },
         "baseline": {

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from harness.authoring import eligibility
 from harness.authoring.jest_config import parse_entry, parse_module_map
 from harness.base.errors import InputError
 from harness.base.tables import grid
@@ -152,5 +153,6 @@ def table(s: dict) -> str:
         f"{len(b['flaky'])} flaky, {len(b['failing'])} failing (left out)\n"
         f"dropped: {', '.join(f'{k} {v}' for k, v in sorted(s['dropped'].items())) or 'none'}\n"
         f"intents: {', '.join(f'{k} {v}' for k, v in sorted(s['per_intent'].items()))}\n"
+        + eligibility.line(s["held_out"].get("cases") or {})
     )
     return head + "\n".join(grid(["operator", "tried", "kept"], rows))

@@ -11,24 +11,83 @@ case, or whose other killing cases cannot be cut by text, keeps every test visib
 out; the build's summary counts both. A test file keeps at least one of its cases visible, and
 the build runs the cut files on the fixed code before it keeps a split: when a visible case fails
 there (a cut case set up what it uses), the session holds nothing out
-(`cut_breaks_a_visible_case`).
+(`cut_breaks_a_visible_case`). Only cases that harness/authoring/eligibility.py finds eligible
+(no twin in the workspace, an assertion reached on the reference, no API only the fix introduces)
+are held out; ``screen`` says why the others are not, and a session whose every candidate is
+ineligible holds nothing out (`ineligible_<reason>`).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness.authoring import eligibility
 from harness.authoring.build.compose import Failure
 from harness.authoring.build.mutants import parse_with
+from harness.session.workspace import workspace_paths
 
 TESTCASES_JS = Path(__file__).with_name("testcases.js")
 
 
 def test_cases(files: dict[str, str]) -> dict[str, list[dict]]:
-    """Each test file's plain test cases: {name, start, end} (testcases.js)."""
+    """Each test file's plain test cases: {name, start, end, ...} (testcases.js)."""
+    return {f: [c for c in found if c["plain"]] for f, found in all_cases(files).items()}
+
+
+def all_cases(files: dict[str, str]) -> dict[str, list[dict]]:
+    """Each test file's test cases, plain or not, with their prints (testcases.js)."""
     return parse_with(TESTCASES_JS, files)
+
+
+def _plain(cases: dict[str, list[dict]]) -> dict[tuple[str, str], dict]:
+    """The plain cases whose name occurs once in their file: the ones a split can cut by name."""
+    plain: dict[tuple[str, str], dict] = {}
+    for file, found in cases.items():
+        names = [c["name"] for c in found if c["plain"]]
+        for c in found:
+            if c["plain"] and names.count(c["name"]) == 1:
+                plain[(file, c["name"])] = c
+    return plain
+
+
+def known_words(folder: Path, test_files: Iterable[str]) -> set[str]:
+    """The words of the workspace ``folder``'s files other than its test files: the names the
+    starting workspace gives a held-out case (eligibility.py's ``new_api``)."""
+    skip = set(test_files)
+    known: set[str] = set()
+    for rel, p in workspace_paths(folder):
+        if rel not in skip:
+            known |= eligibility.words(p.read_text(encoding="utf-8", errors="replace"))
+    return known
+
+
+@dataclass(frozen=True)
+class Screen:
+    considered: list[str]  # the killing cases a split could hold out (test ids)
+    why: dict[str, str]  # the ineligible ones: test id -> reason (eligibility.py)
+
+
+def screen(
+    failures: list[Failure],
+    tests: dict[str, str],
+    known: set[str],
+    asserts: Mapping[str, int] | None,
+    found: dict[str, list[dict]] | None = None,
+) -> Screen:
+    """Which of ``failures`` a split could hold out, and why each ineligible one may not be.
+    ``tests``: every test file of the session's workspace; ``known``: the words of its non-test
+    files; ``asserts``: passing assertions per test id on the reference; ``found``: all_cases of
+    ``tests`` when the caller has it already."""
+    found = all_cases(tests) if found is None else found
+    plain = _plain(found)
+    considered = [
+        f"{x.test_file}::{x.test}" for x in failures[1:] if (x.test_file, x.test) in plain
+    ]
+    cases = eligibility.cases_of(found, tests)
+    return Screen(considered, eligibility.screen(considered, cases, asserts, known))
 
 
 @dataclass(frozen=True)
@@ -40,20 +99,25 @@ class Split:
     first: Failure  # the instruction's failure, its line as in the cut file
 
 
-def split(failures: list[Failure], texts: dict[str, str], rng: random.Random) -> Split | str:
+def split(
+    failures: list[Failure],
+    texts: dict[str, str],
+    rng: random.Random,
+    ineligible: Mapping[str, str] | None = None,
+) -> Split | str:
     """The split of ``failures`` (the killing cases, the instruction's first) over the test files'
-    ``texts``, or why there is none."""
+    ``texts``, or why there is none; no case of ``ineligible`` (screen's ``why``) is held out."""
     if len(failures) < 2:
         return "one_killing_case"
     first = failures[0]
     cases = test_cases({f: texts[f] for f in sorted({x.test_file for x in failures})})
-    plain: dict[tuple[str, str], dict] = {}
-    for file, found in cases.items():
-        names = [c["name"] for c in found]
-        for c in found:
-            if names.count(c["name"]) == 1:
-                plain[(file, c["name"])] = c
+    plain = _plain(cases)
     candidates = [x for x in failures[1:] if (x.test_file, x.test) in plain]
+    ids = {_tid(x) for x in candidates}
+    why = {tid: r for tid, r in (ineligible or {}).items() if tid in ids}
+    if candidates and len(why) == len(candidates):
+        return eligibility.none_held(why)
+    candidates = [x for x in candidates if _tid(x) not in why]
     want = min(len(failures) // 2, len(candidates))
     if want == 0:
         return "no_plain_case_to_hold_out"
@@ -88,6 +152,10 @@ def split(failures: list[Failure], texts: dict[str, str], rng: random.Random) ->
         patch,
         {f: stripped[f] for f in files},
         {f: texts[f] for f in files},
-        [f"{x.test_file}::{x.test}" for x in chosen],
+        [_tid(x) for x in chosen],
         replace(first, line=max(1, first.line - shift)),
     )
+
+
+def _tid(x: Failure) -> str:
+    return f"{x.test_file}::{x.test}"

@@ -1,16 +1,42 @@
 // The plain test cases of test files, found on the syntax tree (@babel/parser, the sandbox
 // runner's own locked copy): what `etai suite build` may hold out of a session. Reads
-// {parser, files: {path: text}} on stdin, writes {path: [{name, start, end}]} on stdout: each
-// `test(...)` / `it(...)` statement whose title is a plain string, inside plain `describe(...)`
-// blocks only, with Jest's full name (the describe titles and its own, joined by spaces) and the
-// span of its whole lines. Anything else (each, dynamic titles, cases built in loops or helpers) is
-// left out: such a case cannot be cut out of its file by text. Only parses: no project code runs.
+// {parser, files: {path: text}} on stdin, writes {path: [{name, start, end, plain, shape,
+// literals, api, body}]} on stdout. A plain case is a `test(...)` / `it(...)` statement whose title
+// is a plain string, inside plain `describe(...)` blocks only, with Jest's full name (the describe
+// titles and its own, joined by spaces) and the span of its whole lines: only such a case can be
+// cut out of its file by text. Every other case (each, dynamic titles, cases built in loops or
+// helpers) is listed with `plain: false` and no name, for the twin rule: each case carries its
+// callback's print (case-print.js) and the span of its callback (`body`). Only parses: no project
+// code runs.
 'use strict';
 
 const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
 const { parse } = require(input.parser);
 
 const tryParse = require('./parse-source')(parse);
+const { print, imports, walk } = require('./case-print');
+
+const CASE = new Set(['test', 'it', 'fit', 'xit', 'xtest']);
+
+// The callee of a case in any form: test, it.only, test.each(table), test.concurrent.each``.
+function isCase(callee) {
+  for (;;) {
+    if (!callee) return false;
+    if (callee.type === 'Identifier') return CASE.has(callee.name);
+    if (callee.type === 'MemberExpression') callee = callee.object;
+    else if (callee.type === 'CallExpression') callee = callee.callee;
+    else if (callee.type === 'TaggedTemplateExpression') callee = callee.tag;
+    else return false;
+  }
+}
+
+function callback(call) {
+  for (let i = call.arguments.length - 1; i >= 0; i--) {
+    const a = call.arguments[i];
+    if (a.type === 'ArrowFunctionExpression' || a.type === 'FunctionExpression') return a;
+  }
+  return null;
+}
 
 function title(arg) {
   if (!arg) return null;
@@ -41,7 +67,13 @@ function cases(text, file) {
   const ast = tryParse(text, file);
   if (!ast) return [];
   const out = [];
-  const walk = (body, titles) => {
+  const from = imports(ast);
+  const printed = (call) => {
+    const fn = callback(call);
+    return fn ? { ...print(fn, from), body: [fn.start, fn.end] } : { shape: null, literals: [], api: [], body: null };
+  };
+  const plainCalls = new Set();
+  const plainWalk = (body, titles) => {
     for (const node of body) {
       const call = callee(node);
       if (!call) continue;
@@ -51,15 +83,21 @@ function cases(text, file) {
       if (name === 'describe') {
         const fn = call.arguments[1];
         if (fn && (fn.type === 'ArrowFunctionExpression' || fn.type === 'FunctionExpression') && fn.body.type === 'BlockStatement') {
-          walk(fn.body.body, titles.concat(t));
+          plainWalk(fn.body.body, titles.concat(t));
         }
       } else if (name === 'test' || name === 'it') {
         const [start, end] = lineSpan(text, node.start, node.end);
-        out.push({ name: titles.concat(t).join(' '), start, end });
+        plainCalls.add(call);
+        out.push({ name: titles.concat(t).join(' '), start, end, plain: true, ...printed(call) });
       }
     }
   };
-  walk(ast.program.body, []);
+  plainWalk(ast.program.body, []);
+  walk(ast.program, (n) => {
+    if (n.type === 'CallExpression' && !plainCalls.has(n) && isCase(n.callee) && callback(n)) {
+      out.push({ name: null, start: n.start, end: n.end, plain: false, ...printed(n) });
+    }
+  });
   return out;
 }
 

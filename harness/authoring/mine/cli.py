@@ -7,6 +7,7 @@ import json
 import re
 import sys
 
+from harness.authoring import eligibility
 from harness.authoring.build.cli import add_map_module, parse_env
 from harness.authoring.jest_config import parse_entry, parse_module_map
 from harness.base.errors import InputError
@@ -129,5 +130,6 @@ def table(s: dict) -> str:
         f"({s['commits_scanned']} scanned) in {s['mine_seconds']} s; "
         f"{s['held_out']} with held-out tests, {s['flaky_tests_left_out']} flaky tests left out\n"
         f"intents: {', '.join(f'{k} {v}' for k, v in sorted(s['per_intent'].items())) or 'none'}\n"
+        + eligibility.line(s.get("held_out_cases") or {})
     )
     return head + "\n".join(grid(["left out because", "commits"], rows))

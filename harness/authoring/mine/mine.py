@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from harness.authoring import MEMORY_MB
+from harness.authoring import MEMORY_MB, eligibility
 from harness.authoring.build import held_out
 from harness.authoring.build.build import Box, append_row, failure_records, file_of, read_rows
 from harness.authoring.jest_config import JestAdditions, add_to_jest_config, additions
@@ -272,6 +272,7 @@ def _runs(cand: Candidate, box: Box) -> dict[str, Any]:
         return {"verdict": "fix_in_test_helper", "files": helpers}
     timeout = opts.timeout_s
     parent_runs, commit_runs, first = [], [], None
+    asserts: dict[str, int] = {}  # each test's fewest passing assertions at the commit
     for i in range(opts.runs):
         r, answer, bad = _jest(box, tests, timeout)
         if bad:
@@ -293,6 +294,9 @@ def _runs(cand: Candidate, box: Box) -> dict[str, Any]:
             why = [str(x) for x in why if x] or [f.message for f in r.failed_tests] or [r.reason]
             return {"verdict": "nothing_passes_at_commit", "why": jest.plain(str(why[0]))[:300]}
         commit_runs.append({t.id: t.status for t in r.tests})
+        for t in r.tests:
+            if t.status == "passed":
+                asserts[t.id] = min(asserts.get(t.id, t.asserts), t.asserts)
     for f, text in before.items():
         box.sb.write_file(f, text.encode())
     verdict = fail_to_pass(parent_runs, commit_runs)
@@ -302,7 +306,7 @@ def _runs(cand: Candidate, box: Box) -> dict[str, Any]:
     failures = failure_records(
         r, answer, set(verdict["fail_to_pass"]), answer.get("workspace") or "/scratch/ws"
     )
-    return _session(cand, box, failures, verdict)
+    return _session(cand, box, failures, {**verdict, "asserts": asserts})
 
 
 def _tail(answer: dict) -> str:
@@ -337,12 +341,18 @@ def _session(cand: Candidate, box: Box, failures: list, verdict: dict[str, Any])
     before, edits = cand.before, cand.edits
     sid = f"{name}-{c.sha[:10]}"
     rng = random.Random(f"{opts.seed}:{c.sha}")
-    cut = None
+    cut, held = None, {}
     if opts.held_out == "split":
         texts = {f: (work / f).read_text(encoding="utf-8") for f in verdict["verify_files"]}
-        got = held_out.split(failures, texts, rng)
-        if not isinstance(got, str):
+        sc = _screen(work, box.sb.test_files, failures, verdict["asserts"])
+        got = held_out.split(failures, texts, rng, sc.why)
+        n = 0 if isinstance(got, str) else len(got.held)
+        held = {"cases": eligibility.counts(len(sc.considered), sc.why, n)}
+        if isinstance(got, str):
+            held["why_none"] = got
+        else:
             cut = got
+            held["tests"] = got.held
             failures = [got.first, *failures[1:]]
     f = failures[0]
     sources = list(before)
@@ -412,8 +422,14 @@ def _session(cand: Candidate, box: Box, failures: list, verdict: dict[str, Any])
         for tf, t in cut.whole.items():
             (out / sess["held_out_tests"] / tf).parent.mkdir(parents=True, exist_ok=True)
             write_text_atomic(out / sess["held_out_tests"] / tf, t)
-    held = {"tests": cut.held} if cut else {}
     return {"verdict": "kept", "session": sess, "flaky": verdict["flaky"], "held_out": held}
+
+
+def _screen(work: Path, test_files: list[str], failures: list, asserts: dict[str, int]):
+    """held_out.screen on the session's workspace: every test file Jest lists there, and the
+    words of its other files (the parent's source with the commit's test files)."""
+    tests = {f: (work / f).read_text(encoding="utf-8", errors="replace") for f in test_files}
+    return held_out.screen(failures, tests, held_out.known_words(work, tests), asserts)
 
 
 def _suite_yaml(name: str, opts: MineOptions, longest: int) -> str:
@@ -444,7 +460,17 @@ def _summary(name: str, rows: list[dict], scanned: int, seconds: float) -> dict[
         "kept": len(kept),
         "skipped": dict(sorted(Counter(r["verdict"] for r in candidates if r not in kept).items())),
         "per_intent": dict(Counter(r["session"]["intent"] for r in kept)),
-        "held_out": sum(1 for r in kept if r.get("held_out")),
+        "held_out": sum(1 for r in kept if (r.get("held_out") or {}).get("tests")),
+        # The killing cases a split could hold out, how many were ineligible for each reason
+        # (eligibility.py), how many were held out; and why the sessions holding none hold none.
+        "held_out_cases": eligibility.total(
+            r["held_out"]["cases"] for r in kept if "cases" in (r.get("held_out") or {})
+        ),
+        "held_out_none": dict(
+            Counter(
+                r["held_out"]["why_none"] for r in kept if "why_none" in (r.get("held_out") or {})
+            )
+        ),
         "flaky_tests_left_out": sum(len(r.get("flaky") or []) for r in candidates),
         "mine_seconds": round(seconds, 1),
         "seconds_spent": round(sum(r.get("seconds", 0) for r in rows), 1),

@@ -1,0 +1,144 @@
+"""Which killing test cases a suite may hold out (`etai suite build` and `etai suite mine`; the
+held-out tests of README.md). Pure functions over the cases' prints (build/case-print.js, listed
+by build/testcases.js); held_out.py runs the parser and applies the verdicts.
+
+A held-out case exists to catch code that special-cases the visible tests. It is held out only
+when all of these hold, checked in this order, and otherwise stays visible with its reason counted:
+
+- ``twin``: no other case of the workspace (any test file; visible or a candidate itself, so a
+  pair of twins is never split) has the same shape (its callback with the names bound inside it
+  renamed by first occurrence, comments, layout and TypeScript types left out) or the same
+  non-empty sequence of literal values (its inputs and expected values). Code keyed on a visible
+  twin's inputs passes its held-out copy: fastest-validator's `.ts` tests mirror its `.js` tests.
+  Names from outside the case are kept, so two literal-free cases calling different functions
+  are not twins.
+- ``vacuous``: the case reached at least one passing assertion on the reference (the guard's
+  count, ``asserts`` of a test outcome): one that asserts nothing passes whatever the code does.
+- ``new_api``: every name it takes from the project (a named import it uses, a member of a value
+  made from an import) is a word of the starting workspace's non-test files or of a case that is
+  not a candidate (the instruction's case among them), which stays visible whatever is chosen: a
+  held-out case must not call API that only the fix introduces.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+REASONS = ("twin", "vacuous", "new_api")
+
+# Any identifier-like word, short ones included (`v.is` is as much an API name as `v.compile`).
+_WORD = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str  # file::full name for a plain case, file::@offset for the others
+    shape: str | None  # None: no callback to print (it then has no twin by shape)
+    literals: tuple[str, ...]
+    api: frozenset[str]
+    words: frozenset[str]  # the words of its callback's text
+
+
+def words(text: str) -> set[str]:
+    return set(_WORD.findall(text))
+
+
+def cases_of(found: Mapping[str, list[dict]], texts: Mapping[str, str]) -> list[Case]:
+    """The Cases of testcases.js's answer ``found`` for the files' ``texts``."""
+    out = []
+    for file, listed in found.items():
+        for c in listed:
+            body = c.get("body")
+            out.append(
+                Case(
+                    f"{file}::{c['name']}" if c["plain"] else f"{file}::@{c['start']}",
+                    c.get("shape"),
+                    tuple(c.get("literals") or ()),
+                    frozenset(c.get("api") or ()),
+                    frozenset(words(texts[file][body[0] : body[1]])) if body else frozenset(),
+                )
+            )
+    return out
+
+
+def is_twin(a: Case, b: Case) -> bool:
+    """Same shape, or the same literal values in the same order (two cases without any literal
+    are not twins by that alone)."""
+    return (a.shape is not None and a.shape == b.shape) or (
+        bool(a.literals) and a.literals == b.literals
+    )
+
+
+def twins(candidates: Iterable[str], cases: Iterable[Case]) -> set[str]:
+    """The candidates (case ids) that have a twin among the other ``cases``."""
+    cases = list(cases)
+    by_id = {c.id: c for c in cases}
+    out = set()
+    for tid in candidates:
+        me = by_id.get(tid)
+        if me is not None and any(c is not me and is_twin(me, c) for c in cases):
+            out.add(tid)
+    return out
+
+
+def screen(
+    candidates: list[str],
+    cases: list[Case],
+    asserts: Mapping[str, int] | None,
+    known: set[str],
+) -> dict[str, str]:
+    """Why each ineligible candidate may not be held out ({case id: reason}); the rest may.
+
+    ``asserts``: each test id's passing assertions on the reference (None: not known, the rule is
+    not applied). ``known``: the words of the starting workspace's non-test files. A candidate
+    not listed in ``cases`` (the parser did not find it) is left to the split's own rule."""
+    listed = {c.id: c for c in cases}
+    why: dict[str, str] = {}
+    for tid in twins(candidates, cases):
+        why[tid] = "twin"
+    for tid in candidates:
+        if tid not in why and asserts is not None and asserts.get(tid, 0) < 1:
+            why[tid] = "vacuous"
+    # A held-out case may use the names of what surely stays visible: every case but the
+    # candidates (the instruction's case among them), and the starting workspace's other files.
+    seen, maybe = set(known), set(candidates)
+    for c in cases:
+        if c.id not in maybe:
+            seen |= c.words
+    for tid in candidates:
+        if tid not in why and tid in listed and not listed[tid].api <= seen:
+            why[tid] = "new_api"
+    return why
+
+
+def counts(considered: int, why: Mapping[str, str], held: int) -> dict[str, int]:
+    """A session's row: the cases the split could hold out, each reason's count, those held out."""
+    per = Counter(why.values())
+    return {"considered": considered, **{r: per.get(r, 0) for r in REASONS}, "held_out": held}
+
+
+def none_held(why: Mapping[str, str]) -> str:
+    """The split's reason when every candidate was ineligible: the one reason, or ``mixed``."""
+    reasons = set(why.values())
+    return f"ineligible_{reasons.pop() if len(reasons) == 1 else 'mixed'}"
+
+
+def total(rows: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """The summary's sum of the sessions' ``counts`` rows."""
+    out: Counter = Counter()
+    for r in rows:
+        out.update(r)
+    keys = ("considered", *REASONS, "held_out")
+    return {k: out.get(k, 0) for k in keys}
+
+
+def line(t: Mapping[str, int]) -> str:
+    """``total`` as the build's and the mine's printed summaries say it."""
+    why = ", ".join(f"{r} {t.get(r, 0)}" for r in REASONS)
+    return (
+        f"held-out cases: {t.get('held_out', 0)} held out of {t.get('considered', 0)} "
+        f"candidates; ineligible: {why}\n"
+    )
