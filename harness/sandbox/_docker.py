@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from harness.base.errors import InfraError
 from harness.sandbox import (
@@ -205,6 +206,15 @@ class DockerSandbox(RunnerSandbox):
         self.image = image
         self.name, proc = piped(image, limits, RUNNER, run_id=run_id)
         super().__init__(proc, limits)
+
+    def _init_extra(self, files: dict[str, str]) -> dict[str, Any]:
+        # Each file's token for the transform store: the runner hands them to its Jest hosts over
+        # their requests, never in the environment or a file the sandbox user can read.
+        if not self.limits.transform_cache:
+            return {}
+        limits = self.limits
+        scope = transforms.scope(self.image, limits.node_modules, limits.env)
+        return {"transform_keys": transforms.file_keys(files, scope)}
 
     def close(self) -> None:
         if self._handed_on:

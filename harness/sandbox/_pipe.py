@@ -124,7 +124,7 @@ class RunnerSandbox:
         the test and config files an earlier init of the very same files listed (else Jest lists
         them, loading the workspace's config)."""
         try:
-            payload: dict[str, Any] = {"files": files}
+            payload: dict[str, Any] = {"files": files, **self._init_extra(files)}
             if listed:
                 payload["listed"] = listed
             r = self.request("init", payload, timeout=60.0)
@@ -136,6 +136,10 @@ class RunnerSandbox:
         # modules only the tests load that make assertions (runner/test-support.js)
         self.support_files: list[str] = r.get("support_files") or []
         return self
+
+    def _init_extra(self, files: dict[str, str]) -> dict[str, Any]:
+        """More of the init request, for a sandbox kind that needs it (Docker: transform tokens)."""
+        return {}
 
     def exec(
         self,

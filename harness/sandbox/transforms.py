@@ -6,19 +6,29 @@ out of a sandbox in which only the pristine workspace has run (a preflight, afte
 before the reference's actions) into ``store()``; every Docker sandbox gets the store read-only at
 ``MOUNT``, and its hosts take transformed code from there instead of transforming again. Nothing a
 sandbox user runs can write the store: it is written here, by this process, from trusted sandboxes.
+
+An entry is named by an HMAC of its key under its file's token (``file_keys``): a secret made here
+from this machine's own (``secret()``, never in a sandbox) and the file's path and pristine content.
+A sandbox gets the tokens of its own session's files only, so it can name no entry of a file it
+does not hold: no other session's original file or fix (docs/transform-cache.md).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 import io
+import json
 import os
 import re
 import shutil
 import tarfile
 import threading
+import time
 from pathlib import Path
 
+from harness.base.errors import InfraError
 from harness.sandbox import image as _image
 from harness.sandbox import process_alive
 
@@ -32,8 +42,11 @@ MAX_HARVEST = 512 << 20  # bytes taken from one sandbox at most
 # workspace's files, never a sealed file's transform (a held-out test: transform-cache.js writes
 # none) nor a file as the reference changed it (the fix). A store in a folder of another name may,
 # and is removed when the store is opened.
-NAME = "transforms-3"
-_OTHER_NAMES = ("transforms", "transforms-2")
+NAME = "transforms-4"
+# transforms-3's entries were named by their key alone, which the code under test can compute.
+_OTHER_NAMES = ("transforms", "transforms-2", "transforms-3")
+# In $ETAI_CACHE beside the store, never inside it (the store is mounted into sandboxes).
+SECRET = "transforms.secret"
 
 
 def store() -> Path:
@@ -55,6 +68,46 @@ def store() -> Path:
         if pid.isdigit() and not process_alive(int(pid)):
             tmp.unlink(missing_ok=True)
     return d
+
+
+def secret() -> bytes:
+    """This machine's secret for the store's names: 32 random bytes in ``$ETAI_CACHE/<SECRET>``
+    (mode 0600), made once; the first process to make it wins a race."""
+    path = _image.cache_dir() / SECRET
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        made = os.urandom(32)
+        with os.fdopen(fd, "wb") as f:
+            f.write(made)
+        return made
+    for _ in range(50):  # another process made it a moment ago and is writing it
+        data = path.read_bytes()
+        if len(data) == 32:
+            return data
+        time.sleep(0.01)
+    raise InfraError(f"{path} is not a 32-byte secret (remove it: a new one is made)")
+
+
+def scope(image: str | None, node_modules: str | None, env: tuple[tuple[str, str], ...]) -> str:
+    """What a sandbox's transforms depend on beyond its files: the image (its Jest, its Node),
+    the dependencies' folder (named by the lockfile's digest: every Babel plugin's and preset's
+    version) and the suite's environment variables (a Babel config may read any of them)."""
+    return json.dumps([image or "", node_modules or "", sorted(env)])
+
+
+def file_keys(files: dict[str, str], scope_text: str) -> dict[str, str]:
+    """Each file's token: ``{relative path: hex}`` for a workspace given as {path: base64}. The
+    HMAC of the path and content under a key made from ``secret()`` and ``scope_text``: equal for
+    equal files in equal sandboxes of any session, and not computable without the secret."""
+    key = hmac.new(secret(), b"etai-transforms\0" + scope_text.encode(), hashlib.sha256).digest()
+    out = {}
+    for rel, b64 in files.items():
+        digest = hashlib.sha256(base64.b64decode(b64)).hexdigest()
+        out[rel] = hmac.new(key, f"{rel}\0{digest}".encode(), hashlib.sha256).hexdigest()
+    return out
 
 
 def _valid(name: str, data: bytes) -> bool:

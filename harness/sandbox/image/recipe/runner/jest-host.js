@@ -349,6 +349,8 @@ process.on('message', (m) => {
   if (guard && Array.isArray(m.protected)) guard.addProtected(m.protected);
   // The workspace as the runner set it up, once per host, before this host first loads the config.
   if (guard && m.pristine) guard.setPristine(m.pristine);
+  // This session's tokens for the transform store, with the same first request (transform-cache.js).
+  if (m.transform_keys) transformCache.setKeys(m.transform_keys);
   if (m.sealed) sealed.serve(m.sealed);
   const work = served(m.op === 'list' ? listTests(nonce) : run(nonce, m.test_files, m.name_pattern, m.shard, m.related, m.scope));
   work.catch((e) => {

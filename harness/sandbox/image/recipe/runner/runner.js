@@ -401,7 +401,7 @@ async function hostCall(set, slot, msg, timeoutMs, outputCap) {
   // Every host learns the pristine workspace once, before its first look at the workspace: a host
   // started later (after a crash, or for another shard) loads the Jest config anew.
   // (A template warm-up is not that look: the host drops what a `warm` message carries.)
-  if (pristine && !h.toldPristine && msg.op !== 'warm') { msg = Object.assign({ pristine }, msg); h.toldPristine = true; }
+  if (pristine && !h.toldPristine && msg.op !== 'warm') { msg = Object.assign({ pristine, transform_keys: transformKeys }, msg); h.toldPristine = true; }
   return new Promise((resolve) => {
     const timer = setTimeout(() => { h.reason = 'timeout'; killHost(h); }, timeoutMs || 30000);
     h.pending = { nonce, resolve, timer };
@@ -468,6 +468,7 @@ let generation = 0;
 let testFiles = null; // the test files of the pristine workspace, listed at init
 let protectedFiles = []; // those and the files the Jest config names, sent with every run
 let pristine = null; // each workspace file's inode:size:ctime as init left it (guard.js `hostLoads`)
+let transformKeys = null; // each pristine file's token for the transform store (transform-cache.js), from init
 
 // What the pristine workspace holds, by identity rather than content (file-sig.js); node_modules and
 // .git are left out, as listFiles leaves them: no tool writes them.
@@ -645,6 +646,7 @@ const handlers = {
     git(['init', '-q']);
     git(['add', '-A']);
     git(['-c', 'commit.gpgsign=false', 'commit', '-q', '--allow-empty', '-m', 'etai baseline']);
+    transformKeys = req.transform_keys && typeof req.transform_keys === 'object' ? req.transform_keys : null;
     pristine = fileSigs();
     let listed = req.listed; // what an earlier init of these very files listed (harness/sandbox/_docker.py)
     if (!listed) {
@@ -868,6 +870,7 @@ function resetContainer() {
     if (h.tmp) { fs.mkdirSync(h.tmp, { mode: 0o1777 }); fs.chmodSync(h.tmp, 0o1777); }
   }
   testFiles = null; protectedFiles = []; pristine = null; untrusted = false; sealed.clear();
+  transformKeys = null;
   if (!hosts[0]) warmHost(hosts, 0); // answered now; the next Jest run waits for the warm-up
   if (!fresh[0]) warmHost(fresh, 0);
   return { reset: true, kept_hosts: keptHosts.length };

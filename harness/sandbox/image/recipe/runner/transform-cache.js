@@ -2,31 +2,37 @@
 // store the sandbox user cannot write, and only under a key over everything the transform depends on.
 //
 // A graded run's hosts never read Jest's own cache (workspace code can write it), so every fresh
-// host transforms the project again: Babel or ts-jest on every file a test loads, most of a run on
-// a real project. The store holds what hosts of a trusted sandbox (a preflight: only the suite's
-// own code has run there) transformed; the harness copies it out of that sandbox and gives it to
-// every later one read-only (harness/sandbox/transforms.py). Every host writes what it transforms
-// to ETAI_TRANSFORM_OUT; what is copied out of anything but a preflight is never used.
+// host transforms the project again: Babel on every file a test loads, most of a run on a real
+// project. The store holds what hosts of a trusted sandbox (a preflight: only the suite's own code
+// has run there) transformed; the harness copies it out of that sandbox and gives it to every later
+// one read-only (harness/sandbox/transforms.py). Every host writes what it transforms to
+// ETAI_TRANSFORM_OUT; what is copied out of anything but a preflight is never used.
 //
-// The key (`trustedKey`) is Jest's own cache key made over the project config without the three
-// fields that say only where Jest looks and keeps its cache (they differ between hosts and runs),
-// together with the file's path and content, the transform options, and the content of every
-// workspace file loaded into this process (a Babel plugin or config of the workspace: Jest's key
-// names such a plugin but not its code). A changed file, config or plugin is a different key: it is
-// transformed here, in memory, as without the store.
+// Only babel-jest's transforms are stored: its inputs are the file, Babel's config chain, its
+// options, its own code and versions and two environment variables, all in the key (`trustedKey`).
+// A type-checking transformer (ts-jest) reads the whole program it checks, which no cheap key
+// names; any other transformer's inputs are not known: neither is stored.
+//
+// An entry's name is an HMAC of the key under the file's token: a secret the harness derived on
+// its side from the file's path and pristine content (transforms.py `file_keys`), handed to this
+// host by the runner over its request (`setKeys`). A sandbox can name only entries of files its own
+// session holds, never another session's (which may hold this session's original or its fix).
 'use strict';
 
 const fs = require('fs');
 const path = require('path');
-const { createHash } = require('crypto');
+const { createHash, createHmac } = require('crypto');
 
 // Pinned at load, before any workspace code runs in this process.
-const { readFileSync, writeFileSync, renameSync, mkdirSync, statSync, realpathSync } = fs;
+const { readFileSync, writeFileSync, renameSync, mkdirSync, statSync, realpathSync, readdirSync } = fs;
 const { stringify } = JSON;
 const WS = path.resolve(process.env.ETAI_WORKSPACE || '/scratch/ws') + path.sep;
 const VOLATILE = ['cache', 'cacheDirectory', 'roots'];
+const BABEL_JEST = /[\\/]node_modules[\\/]babel-jest[\\/]/;
+const TOKEN = /^[0-9a-f]{64}$/;
 
 const sha256 = (data) => createHash('sha256').update(data).digest('hex');
+const underWs = (file) => file.startsWith(WS) && !file.includes(`${path.sep}node_modules${path.sep}`);
 
 // JSON of what `options` holds as data (functions and cycles left out), keys sorted.
 function stable(v, seen = new Set()) {
@@ -39,30 +45,100 @@ function stable(v, seen = new Set()) {
   return out;
 }
 
-// Workspace files this process has loaded (not its node_modules, which nobody can change): the
-// transformer's own inputs beyond the file. Hashed once per path and size/mtime.
-const loadedHashes = new Map();
+// Each workspace file's token (workspace-relative path -> 64 hex digits), as the runner passed them.
+let tokens = new Map();
+function setKeys(keys) {
+  tokens = new Map(Object.entries(keys || {}).filter(([, v]) => typeof v === 'string' && TOKEN.test(v)));
+}
+
+// A file's content hash, once per path and size/mtime/inode; null for a file that is not there.
+const hashes = new Map();
+function fileHash(file) {
+  let st;
+  try { st = statSync(file); } catch (e) { return null; }
+  if (!st.isFile()) return null;
+  const sig = `${st.size}:${st.mtimeMs}:${st.ino}`;
+  const seen = hashes.get(file);
+  if (seen && seen.sig === sig) return seen.hash;
+  const hash = sha256(readFileSync(file));
+  hashes.set(file, { sig, hash });
+  return hash;
+}
+
+// Workspace files this process has loaded (not its node_modules, which nobody can change): a Babel
+// plugin or JavaScript config of the workspace, whose code Jest's key does not name.
+function loadedWorkspaceFiles() {
+  return Object.keys(require.cache).filter(underWs).sort();
+}
 function loadedWorkspaceCode() {
+  return sha256(loadedWorkspaceFiles().map((f) => `${f}\0${fileHash(f) || 'gone'}`).join('\n'));
+}
+
+// Babel's config chain, over-approximated: every file Babel may take its configuration from
+// (babel.config.*, .babelrc*, package.json and browserslist files), in every folder from the file's
+// own, Jest's rootDir and cwd (Babel's `root` and `cwd`) up to the workspace's top. Babel reads a
+// subset of these (it stops at a package's root); a change to any of them is a different key.
+const CONFIG = /^(babel\.config\.[\w.]+|\.babelrc(\.[\w.]+)?|package\.json|\.browserslistrc|browserslist)$/;
+const listed = new Map(); // folder -> { sig, names } of its config files
+function configNames(dir) {
+  let st;
+  try { st = statSync(dir); } catch (e) { return []; }
+  const sig = `${st.mtimeMs}:${st.ino}`;
+  const seen = listed.get(dir);
+  if (seen && seen.sig === sig) return seen.names;
+  let names = [];
+  try { names = readdirSync(dir).filter((n) => CONFIG.test(n)).sort(); } catch (e) { /* gone */ }
+  listed.set(dir, { sig, names });
+  return names;
+}
+function configChain(starts) {
+  const dirs = new Set();
+  for (let dir of starts) {
+    if (typeof dir !== 'string') continue;
+    dir = path.resolve(dir);
+    while (`${dir}${path.sep}`.startsWith(WS) && !dirs.has(dir)) {
+      dirs.add(dir);
+      const up = path.dirname(dir);
+      if (up === dir) break;
+      dir = up;
+    }
+  }
   const parts = [];
-  for (const file of Object.keys(require.cache).sort()) {
-    if (!file.startsWith(WS) || file.includes(`${path.sep}node_modules${path.sep}`)) continue;
-    let st;
-    try { st = statSync(file); } catch (e) { parts.push(`${file}\0gone`); continue; }
-    const seen = loadedHashes.get(file);
-    const sig = `${st.size}:${st.mtimeMs}:${st.ino}`;
-    if (!seen || seen.sig !== sig) loadedHashes.set(file, { sig, hash: sha256(readFileSync(file)) });
-    parts.push(`${file}\0${loadedHashes.get(file).hash}`);
+  for (const dir of [...dirs].sort()) {
+    for (const n of configNames(dir)) parts.push(`${path.join(dir, n)}\0${fileHash(path.join(dir, n)) || 'gone'}`);
   }
   return sha256(parts.join('\n'));
 }
 
+// The versions of babel-jest and of the Babel it runs, by where the transformer was loaded from.
+const versions = new Map();
+function transformerVersions(used) {
+  if (versions.has(used)) return versions.get(used);
+  const version = (name) => {
+    try {
+      return `${name}@${JSON.parse(readFileSync(require.resolve(`${name}/package.json`, { paths: [path.dirname(used)] }), 'utf8')).version}`;
+    } catch (e) { return `${name}@?`; }
+  };
+  const v = `${used}\0${fileHash(used)}\0${version('babel-jest')}\0${version('@babel/core')}`;
+  versions.set(used, v);
+  return v;
+}
+
+// The transformer of `filename` if the store may hold its output (babel-jest), else null.
+function storable(t, filename) {
+  let used = null;
+  try { used = t._getTransformPath(filename); } catch (e) { return null; }
+  return typeof used === 'string' && BABEL_JEST.test(used) ? used : null;
+}
+
 const normalized = new WeakMap(); // a transformer's config -> its config without VOLATILE, as text
-function trustedKey(transformer, proto, filename, content, options) {
+function trustedKey(transformer, proto, used, filename, content, options) {
   let norm = normalized.get(transformer._config);
   if (!norm) {
     const config = Object.assign({}, transformer._config);
     for (const k of VOLATILE) delete config[k];
-    norm = { config, string: stable(config) };
+    const string = stable(config);
+    norm = { config, string, hash: sha256(string) };
     normalized.set(transformer._config, norm);
   }
   const view = Object.create(transformer, {
@@ -70,9 +146,19 @@ function trustedKey(transformer, proto, filename, content, options) {
     _cache: { value: Object.assign({}, transformer._cache, { configString: norm.string }) },
   });
   // Jest's key first: it makes the transformer load its configuration (and the workspace plugins
-  // that names), which the last part then covers.
+  // that names), which loadedWorkspaceCode then covers.
   const jestKey = proto._getCacheKey.call(view, content, filename, options);
-  return sha256(stringify([process.version, filename, sha256(content), jestKey, stable(options), loadedWorkspaceCode()]));
+  const { rootDir, cwd } = transformer._config;
+  return sha256(stringify([process.version, filename, sha256(content), jestKey, stable(options), norm.hash,
+    transformerVersions(used), configChain([path.dirname(filename), rootDir, cwd]),
+    process.env.NODE_ENV || '', process.env.BABEL_ENV || '', loadedWorkspaceCode()]));
+}
+
+// The entry's name: the key under the file's token, or null for a file that has none (not a file
+// of the pristine workspace as the harness sent it).
+function entryName(filename, key) {
+  const token = tokens.get(path.relative(WS, filename));
+  return token ? createHmac('sha256', Buffer.from(token, 'hex')).update(key).digest('hex') : null;
 }
 
 function entryPath(store, key) {
@@ -137,17 +223,21 @@ function patch(proto, store, out, sealed, jest) {
   proto.transformSource = function transformSource(filepath, content, options) {
     noteTransformer(this, filepath, jest);
     if (sealed(filepath)) return sealedTransform(this, filepath, content, options);
-    let key = null;
+    let name = null;
     try {
       const real = realpathSync(filepath);
-      if ((store || out) && real.startsWith(WS)) key = trustedKey(this, proto, real, content, options);
-    } catch (e) { key = null; } // Jest's own path below reports what is wrong with the file
-    if (key && store) {
-      const hit = read(store, key);
+      const used = (store || out) && tokens.has(path.relative(WS, real)) ? storable(this, real) : null;
+      if (used) name = entryName(real, trustedKey(this, proto, used, real, content, options));
+    } catch (e) { name = null; } // Jest's own path below reports what is wrong with the file
+    if (name && store) {
+      const hit = read(store, name);
       if (hit) return { code: hit.code, originalCode: content, sourceMapPath: hit.map };
     }
+    // Workspace code first loaded by this transform (a plugin's lazy require) was not in its key:
+    // not written, and the next file's key names it.
+    const loaded = name && out ? loadedWorkspaceFiles().join('\n') : '';
     const result = original.apply(this, arguments);
-    if (key && out) write(out, key, result);
+    if (name && out && loadedWorkspaceFiles().join('\n') === loaded) write(out, name, result);
     return result;
   };
 }
@@ -170,3 +260,5 @@ module.exports = function install(jest, { store, out, sealed = () => false }) {
 };
 // Whether a transformer of this host's runs may keep state between runs (`stateful`).
 module.exports.keepsState = () => stateful.size > 0;
+// The tokens of this session's files (runner.js passes them with a host's first request).
+module.exports.setKeys = setKeys;
