@@ -30,17 +30,15 @@ def mkdocs_build(project: Path, out: Path, *, strict: bool = True) -> subprocess
 
 
 def project_copy(dest: Path) -> Path:
-    """What a docs build reads (mkdocs.yml, docs/, the generator and hook under scripts/) in a
-    folder of its own, to break on purpose; the packages the API and CLI pages document are
-    imported from the installed checkout."""
+    """A checkout to break on purpose: docs/ and mkdocs.yml copied, every other entry of the
+    repository linked (the hook checks links to repository files, the generator and mkdocstrings
+    read the packages)."""
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "mkdocs.yml", dest / "mkdocs.yml")
     shutil.copytree(ROOT / "docs", dest / "docs")
-    (dest / "scripts").mkdir()
-    for name in ("docs_cli.py", "docs_hooks.py"):
-        shutil.copy(ROOT / "scripts" / name, dest / "scripts" / name)
-    for pkg in ("harness", "reports"):  # mkdocstrings reads their source from `paths: [.]`
-        (dest / pkg).symlink_to(ROOT / pkg)
+    for entry in ROOT.iterdir():
+        if entry.name not in ("docs", "mkdocs.yml", ".git", ".venv", "runs"):
+            (dest / entry.name).symlink_to(entry)
     return dest
 
 
