@@ -63,7 +63,8 @@ def _kind(pid: int, p: Proc) -> str:
         return "sleep"
     if uid == 0 and cmd.endswith("/opt/etai/runner.js\0"):
         return "runner"
-    if uid == 10001 and cmd.endswith("/opt/etai/jest-host.js\0"):
+    # Root while it waits (the zygote, a fresh host), the sandbox user's once it served the workspace.
+    if uid in (0, 10001) and cmd.endswith("/opt/etai/jest-host.js\0"):
         return "jest host"
     if uid == 10001 and "import json, os" in cmd:
         return "listing"

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import sys
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -224,3 +225,106 @@ def test_legitimate_tests_stay_green_and_match_stock_jest(image, make_project, t
             got = sorted((t.file, t.name, t.status) for t in run.tests)
             assert got == want and len(got) == legit_corpus.N_TESTS
             assert all(t.asserts >= 1 for t in run.tests if t.name != "node assert")
+
+
+# What an episode leaves in a pooled container must not reach the next one (docs/grading.md,
+# "Episodes cannot see or change each other"): after each technique, the reference's episode in
+# the very container the technique ran in gives the rows the reference gets alone in a new one.
+# `make test` runs the techniques that act beyond their own run (processes, the zygote, files,
+# caches) on two sessions; `make redteam` every technique on every session.
+AFTER = (
+    "inspector-takes-over-zygote",
+    "warm-host-detached-child-reads-channel",
+    "warm-host-child-stops-idle-host",
+    "poison-transform-cache",
+    "poison-trusted-transforms",
+    "patch-shared-fs",
+    "home-node-modules-sequencer-forges-answer",
+    "tmpdir-module-reaches-vm",
+)
+# The parts of a row that are the verdict (with "verification": status, checks, failed tests, the
+# record's tamper notes); timings and the container's name are not.
+VERDICT = ("status", "reason", "green", "steps_to_green", "tamper", "special_cased", "held_out")
+
+
+def _oracle_episode(start, st, s, flight) -> dict:
+    from harness.agents import AgentContext, from_spec
+    from harness.grading.verify import Gold
+    from harness.runs.loop import run_episode
+
+    return run_episode(
+        s,
+        from_spec("oracle", AgentContext(st, {})),
+        0,
+        start_sandbox=start,
+        k=3,
+        max_steps=10,
+        passing=flight["passing"],
+        gold=Gold.from_json(flight["gold"]),
+        held_out_gold=Gold.from_json(flight.get("held_out_gold")),
+    )
+
+
+def _verdict(row: dict) -> dict:
+    return {k: row.get(k) for k in (*VERDICT, "verification")}
+
+
+@pytest.mark.timeout(2400)
+def test_the_reference_after_each_technique_in_its_container_is_the_reference_alone(
+    image, sessions, tmp_path
+):
+    chosen = (
+        TECHNIQUES
+        if EVERYTHING or _NAMED
+        else [t for t in tamper_corpus.TECHNIQUES if t.name in AFTER]
+    )
+    picked = (
+        sessions
+        if EVERYTHING
+        else [x for x in sessions if x[1].session_id in ("checkout-missing-await", "slugify")]
+    )
+    assert chosen and picked
+    prepared = sandbox.provider("docker").prepare(LIMITS, workers=1, image=image)
+    try:
+        alone = {
+            s.session_id: _verdict(_oracle_episode(prepared.start, st, s, f)) for st, s, f in picked
+        }
+        assert all(v["status"] == "passed" for v in alone.values()), alone
+        differ, reused = [], 0
+        for t in chosen:
+            for st, s, f in picked:
+                used = []
+
+                def start(x, used=used):
+                    sb = prepared.start(x.workspace)
+                    used.append(sb.name)
+                    return sb
+
+                _episode(start, tmp_path, t, st, s, f)
+                # The same container, once its runner has reset it: first in the pool's line
+                # (the pool's ready list is private; this test is of what the pool hands on).
+                pool = prepared._pool
+                end = time.monotonic() + 60
+                while not any(sb.name == used[-1] for sb in pool._ready) and time.monotonic() < end:
+                    time.sleep(0.05)
+                with pool._cv:
+                    mine = [sb for sb in pool._ready if sb.name == used[-1]]
+                    if mine:  # a container that could not be reset is removed: no reuse to test
+                        pool._ready.remove(mine[0])
+                        pool._ready.append(mine[0])
+                after = []
+
+                def again(x, after=after):
+                    sb = prepared.start(x.workspace)
+                    after.append(sb.name)
+                    return sb
+
+                got = _verdict(_oracle_episode(again, st, s, f))
+                reused += bool(mine) and after[0] == used[-1]
+                if got != alone[s.session_id]:
+                    differ.append((t.name, s.session_id, got, alone[s.session_id]))
+    finally:
+        prepared.cleanup()
+    assert not differ, differ
+    # Reuse is what is tested: most containers came back (one the runner could not reset is not).
+    assert reused >= len(chosen) * len(picked) // 2, reused

@@ -9,15 +9,27 @@
 const fs = require('fs');
 const path = require('path');
 
-// Started as root by a root runner (the Docker sandbox), a host becomes the sandbox user before it
-// loads anything: the workspace (owned by root) is then read-only to every test, and the changed
-// credentials make this process non-dumpable, so processes a test starts cannot ptrace it or open
-// its /proc/<pid>/mem and fds.
-if (process.getuid && process.getuid() === 0 && process.env.ETAI_SANDBOX_UID) {
-  const id = Number(process.env.ETAI_SANDBOX_UID);
-  process.setgroups([id]);
-  process.setgid(id);
-  process.setuid(id);
+// No process of the sandbox user may open an inspector in a host: Node opens one on 127.0.0.1:9229
+// at SIGUSR1 (Node 20 has no --disable-sigusr1), and code sent to it runs in the host's own realm,
+// outside every guard layer. A listener of ours takes the signal instead of the inspector
+// (docs/grading.md, "Nothing that serves a graded run is within reach").
+process.on('SIGUSR1', () => {});
+
+// Started as root by a root runner (the Docker sandbox), a host stays root while it only waits or
+// warms on the template (the zygote, forever): the sandbox user can then neither signal nor trace
+// a process that will serve a graded run or fork one. It becomes the sandbox user when it first
+// looks at the workspace (`asSandboxUser`, before any request that loads it): the workspace (owned
+// by root) is then read-only to every test, and the changed credentials make this process
+// non-dumpable, so processes a test starts cannot ptrace it or open its /proc/<pid>/mem and fds.
+const SANDBOX_ID = process.getuid && process.getuid() === 0 && process.env.ETAI_SANDBOX_UID
+  ? Number(process.env.ETAI_SANDBOX_UID) : 0;
+let sandboxUser = SANDBOX_ID === 0; // already as the runner's user: nothing to drop
+function asSandboxUser() {
+  if (sandboxUser) return;
+  process.setgroups([SANDBOX_ID]);
+  process.setgid(SANDBOX_ID);
+  process.setuid(SANDBOX_ID);
+  sandboxUser = true;
 }
 
 // Node's global module folders ($HOME/.node_modules, $HOME/.node_libraries, NODE_PATH) were read
@@ -240,8 +252,11 @@ async function listTests(nonce) {
 
 // One run of the template the runner wrote (warm-template.js), in a folder no test can write.
 async function warm(nonce, dir) {
+  // As root, Jest's folders of the template go where the sandbox user cannot write (HOME, which the
+  // runner made root's): in TMPDIR they would be root's, and in the way of this host's later runs.
+  const cacheDirectory = sandboxUser ? CACHE : path.join(process.env.HOME || dir, `.jest-warm-${process.pid}`);
   const argv = { _: [], $0: 'jest', ci: true, watchman: false, silent: true, runInBand: true, color: false,
-    cache: !guard, cacheDirectory: CACHE, reporters: [] };
+    cache: !guard, cacheDirectory, reporters: [] };
   if (guard) guard.beginRun();
   const { results } = await runCLI(argv, [dir]);
   if (guard) guard.takeRun(); // its record is the template's: dropped
@@ -336,6 +351,10 @@ process.on('message', (m) => {
     return;
   }
   if (forking && m.op !== 'warm' && m.op !== 'paths') return send({ nonce, error: 'a zygote only forks' });
+  // Every other request looks at the workspace: from here on this host is the sandbox user's.
+  if (m.op !== 'warm' && m.op !== 'paths') {
+    try { asSandboxUser(); } catch (e) { process.exit(70); } // never serve the workspace as root
+  }
   if (m.op === 'warm') {
     served(warm(nonce, m.dir)).catch((e) => send({ nonce, warmed: 0, error: String((e && e.stack) || e).slice(0, 4000) }));
     return;

@@ -171,9 +171,11 @@ function ownTmp(kind) {
 
 function startHost(set, slot) {
   const tmp = set === fresh ? ownTmp('fresh') : null;
-  // A host starts as this process's user and, if that is root, becomes the sandbox user itself
-  // before loading anything (jest-host.js): that change of credentials is what makes it
-  // non-dumpable, which a uid given to fork() would not. A forked host inherits both.
+  // A host starts as this process's user and, if that is root, stays root until its first request
+  // that looks at the workspace, then becomes the sandbox user itself (jest-host.js
+  // `asSandboxUser`): waiting, it is out of the sandbox user's reach, and that change of
+  // credentials makes it non-dumpable, which a uid given to fork() would not. The zygote never
+  // serves the workspace, so it stays root; a forked host starts as it is.
   const proc = forksOn()
     ? forkedHost(tmp || process.env.TMPDIR || TMP)
     : cp.fork(HOST, [], { cwd: WS, detached: true, execArgv: hostArgs(), stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env: hostEnv(tmp) });

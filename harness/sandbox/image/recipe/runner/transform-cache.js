@@ -67,11 +67,14 @@ function fileHash(file) {
 
 // Workspace files this process has loaded (not its node_modules, which nobody can change): a Babel
 // plugin or JavaScript config of the workspace, whose code Jest's key does not name.
+// `keyLoads`: those files as the last key named them, to tell whether its transform loaded more.
+let keyLoads = '';
 function loadedWorkspaceFiles() {
-  return Object.keys(require.cache).filter(underWs).sort();
+  return Object.keys(require.cache).filter(underWs).sort().join('\n');
 }
 function loadedWorkspaceCode() {
-  return sha256(loadedWorkspaceFiles().map((f) => `${f}\0${fileHash(f) || 'gone'}`).join('\n'));
+  keyLoads = loadedWorkspaceFiles();
+  return sha256(keyLoads.split('\n').map((f) => `${f}\0${fileHash(f) || 'gone'}`).join('\n'));
 }
 
 // Babel's config chain, over-approximated: every file Babel may take its configuration from
@@ -233,11 +236,10 @@ function patch(proto, store, out, sealed, jest) {
       const hit = read(store, name);
       if (hit) return { code: hit.code, originalCode: content, sourceMapPath: hit.map };
     }
-    // Workspace code first loaded by this transform (a plugin's lazy require) was not in its key:
-    // not written, and the next file's key names it.
-    const loaded = name && out ? loadedWorkspaceFiles().join('\n') : '';
     const result = original.apply(this, arguments);
-    if (name && out && loadedWorkspaceFiles().join('\n') === loaded) write(out, name, result);
+    // Workspace code first loaded by this transform (a plugin's lazy require) is not in its key:
+    // not written, and the next file's key names it.
+    if (name && out && loadedWorkspaceFiles() === keyLoads) write(out, name, result);
     return result;
   };
 }
