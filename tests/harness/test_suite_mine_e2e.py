@@ -195,3 +195,42 @@ def test_a_fix_of_the_tests_helper_is_left_out(tmp_path, image, monkeypatch):
     main([*argv, "--src", "lib", "--runs", "1", "--no-progress"])
     (row,) = _rows(out)
     assert row["verdict"] == "fix_in_test_helper" and row["files"] == ["lib/check.js"], row
+
+
+def test_only_eligible_cases_of_a_commit_are_held_out(tmp_path, image, monkeypatch):
+    """A commit's new tests, all failing at the parent: a copy of the instruction's case with other
+    names (a twin), one that asserts nothing (it throws by hand: vacuous), one that calls a
+    function only the fix adds (new API) stay visible, counted by reason; only the two left are
+    held out."""
+    repo, commit = _git_project(tmp_path, monkeypatch)
+    calc, test = repo / "lib" / "calc.js", repo / "test" / "calc.test.js"
+    commit("half", {
+        calc: "exports.half = (x) => x / 3;\n",
+        test: "const { half } = require('../lib/calc');\n\ntest('loads', () => expect(half).toBeTruthy());\n",
+    })  # fmt: skip
+    commit("fix: half halves", {
+        calc: "exports.half = (x) => x / 2;\nexports.twice = (x) => x * 2;\n",
+        test: "const { half, twice } = require('../lib/calc');\n\n"
+        "test('halves four', () => expect(half(4)).toBe(2));\n"
+        "test('halves four again', () => {\n  const got = half(4);\n  expect(got).toBe(2);\n});\n"
+        "test('halves quietly', () => {\n  if (half(8) !== 4) throw new Error('not half');\n});\n"
+        "test('halves six', () => expect(half(6)).toBe(3));\n"
+        "test('halves ten', () => expect(half(10)).toBe(5));\n"
+        "test('twice one', () => expect(twice(1)).toBe(2));\n",
+    })  # fmt: skip
+    out = tmp_path / "mined"
+    argv = ["suite", "mine", str(repo), "--out", str(out), "--range", "HEAD~1..HEAD"]
+    assert main([*argv, "--src", "lib", "--runs", "1", "--no-progress"]) == 0
+    (row,) = _rows(out)
+    assert row["verdict"] == "kept", row
+    assert len(row["session"]["fail_to_pass"]) == 6, row
+    held = row["held_out"]
+    assert sorted(held["tests"]) == [
+        "test/calc.test.js::halves six",
+        "test/calc.test.js::halves ten",
+    ], held
+    assert held["cases"] == {
+        "considered": 5, "twin": 1, "vacuous": 1, "new_api": 1, "held_out": 2
+    }, held  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["held_out_cases"] == held["cases"], summary
