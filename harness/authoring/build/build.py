@@ -418,7 +418,10 @@ class _Workspace:
 
     def read(self) -> tuple[dict[str, str], dict[str, list[dict]], set[str]]:
         if self._found is None:
-            tests = {f: (self.base / f).read_text(encoding="utf-8") for f in self.test_files}
+            tests = {
+                f: (self.base / f).read_text(encoding="utf-8", errors="replace")
+                for f in self.test_files
+            }
             known = held_out.known_words(self.base, tests)
             self._found = (tests, held_out.all_cases(tests), known)
         return self._found
