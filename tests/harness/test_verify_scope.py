@@ -65,3 +65,54 @@ def test_a_graded_run_runs_what_the_change_can_reach(tmp_path, make_project, ima
         assert "tests/text.test.js" in {f["file"] for f in v.failed_tests}
     finally:
         sb.close()
+
+
+# The project narrows Jest's roots to its tests, which reach the code through files outside them:
+# the top index.js (as fastest-validator's TypeScript tests do), a folder's index file, and a
+# moduleNameMapper alias. A change under lib/ is reached by every one of these test files.
+ROOTS = {
+    "index.js": "module.exports = require('./lib/calc');\n",
+    "lib/calc.js": "exports.add = (a, b) => a + b;\nexports.sub = (a, b) => a - b;\n",
+    "pkg/index.js": "module.exports = require('../lib/calc').sub;\n",
+    "lib/other.js": "exports.one = () => 1;\n",
+    "test/top.test.js": "const { add } = require('..');\ntest('adds', () => expect(add(1, 2)).toBe(3));\n",
+    "test/folder.test.js": "const sub = require('../pkg');\ntest('subs', () => expect(sub(3, 1)).toBe(2));\n",
+    "test/alias.test.js": "const { add } = require('@calc');\n"
+    "test('adds by alias', () => expect(add(2, 2)).toBe(4));\n",
+    "test/other.test.js": "const { one } = require('../lib/other');\n"
+    "test('ones', () => expect(one()).toBe(1));\n",
+}
+ROOTS_CONFIG = {
+    "roots": ["<rootDir>/test"],
+    "moduleNameMapper": {"^@calc$": "<rootDir>/lib/calc.js"},
+}
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_scoped_run_follows_what_jest_resolves_outside_its_roots(tmp_path, make_project, image):
+    from harness import sandbox, tools
+
+    root = make_project(tmp_path / "roots", ROOTS, ROOTS_CONFIG)
+    sb = sandbox.start("docker", root, image=image, limits=Limits(memory_mb=512, timeout_s=30))
+    try:
+        base = take_baseline(sb, sb.test_files)
+        assert len(base.passing) == 4, base.passing
+        # A regression in lib/calc.js: the verification file (other.test.js) does not see it, the
+        # three test files that reach calc.js through index.js, pkg/ and the alias do.
+        broken = "exports.add = (a, b) => a - b;\nexports.sub = (a, b) => a + b;\n"
+        assert tools.call(sb, "file_write", {"file": "lib/calc.js", "content": broken}).ok
+        v = verify(sb, base, ["test/other.test.js"])
+        assert (v.green, v.checks, v.scoped) == (False, ["regression"], 4), (v.reason, v.scoped)
+        failed = {f["file"] for f in v.failed_tests}
+        assert failed == {"test/top.test.js", "test/folder.test.js", "test/alias.test.js"}, failed
+        # The suite builder's runs of the tests related to a mutated file: the same three.
+        answer = sb.request(
+            "jest",
+            {"related": ["lib/calc.js"], "timeout_ms": 60000, "output_cap": 1 << 20},
+            timeout=90,
+        )
+        ran = {r["file"] for r in answer["report"]["testResults"]}
+        assert ran == {"test/top.test.js", "test/folder.test.js", "test/alias.test.js"}, ran
+    finally:
+        sb.close()

@@ -521,12 +521,13 @@ async function jestRun(req) {
   if (req.fresh && AS_ROOT) { await forksDone(); endProcesses(hostPids(), SANDBOX_ID); }
   const parts = await Promise.all([...Array(n).keys()].map((i) => hostCall(set, i,
     { test_files: files, name_pattern: req.name_pattern || null, shard: n > 1 ? `${i + 1}/${n}` : null,
-      protected: protectedFiles, related, scope, sealed: req.fresh && sealed.size ? Object.fromEntries(sealed) : null },
+      protected: protectedFiles, related, scope, project_tests: related ? testFiles : null,
+      sealed: req.fresh && sealed.size ? Object.fromEntries(sealed) : null },
     req.timeout_ms, req.output_cap)));
-  // Which files a related run reaches is Jest's answer: none is expected beforehand. A scoped run
-  // expects what its hosts listed (every host lists for itself; the union, should they differ).
-  const planned = scope ? [...new Set([].concat(...parts.map((r) => (r.ok && r.answer.planned) || [])))].sort() : null;
-  const expected = related ? [] : planned || (files ? files.filter((f) => (testFiles || []).includes(f)) : (testFiles || []));
+  // Which files a related or scoped run reaches is Jest's answer: it expects what its hosts listed
+  // (every host lists for itself; the union, should they differ).
+  const planned = scope || related ? [...new Set([].concat(...parts.map((r) => (r.ok && r.answer.planned) || [])))].sort() : null;
+  const expected = planned || (files ? files.filter((f) => (testFiles || []).includes(f)) : (testFiles || []));
   const duration_ms = Date.now() - t0;
   const output_bytes = parts.reduce((a, r) => a + r.output_bytes, 0);
   const failed = parts.find((r) => !r.ok);
