@@ -5,13 +5,14 @@ by build/testcases.js); held_out.py runs the parser and applies the verdicts.
 A held-out case exists to catch code that special-cases the visible tests. It is held out only
 when all of these hold, checked in this order, and otherwise stays visible with its reason counted:
 
-- ``twin``: no other case of the workspace (any test file; visible or a candidate itself, so a
-  pair of twins is never split) has the same shape (its callback with the names bound inside it
-  renamed by first occurrence, comments, layout and TypeScript types left out) or the same
-  non-empty sequence of literal values (its inputs and expected values). Code keyed on a visible
-  twin's inputs passes its held-out copy: fastest-validator's `.ts` tests mirror its `.js` tests.
-  Names from outside the case are kept, so two literal-free cases calling different functions
-  are not twins.
+- ``twin``: no case that stays visible (any test file of the workspace) has the same shape (its
+  callback with the names bound inside it renamed by first occurrence, comments, layout and
+  TypeScript types left out) or the same non-empty sequence of literal values (its inputs and
+  expected values). Code keyed on a visible twin's inputs passes its held-out copy:
+  fastest-validator's `.ts` tests mirror its `.js` tests. Names from outside the case are kept,
+  so two literal-free cases calling different functions are not twins. Candidates that are twins
+  only of each other (a commit that adds a `.js` case and its `.ts` mirror) form a group
+  (``groups``) that the split holds out whole or not at all.
 - ``vacuous``: the case reached at least one passing assertion on the reference (the guard's
   count, ``asserts`` of a test outcome): one that asserts nothing passes whatever the code does.
 - ``new_api``: every name it takes from the project (a named import it uses, a member of a value
@@ -96,22 +97,55 @@ def screen(
     not applied). ``known``: the words of the starting workspace's non-test files. A candidate
     not listed in ``cases`` (the parser did not find it) is left to the split's own rule."""
     listed = {c.id: c for c in cases}
+    maybe = set(candidates)
+    fixed = [c for c in cases if c.id not in maybe]  # visible whatever the split chooses
     why: dict[str, str] = {}
-    for tid in twins(candidates, cases):
-        why[tid] = "twin"
+    for tid in candidates:
+        if tid in listed and any(is_twin(listed[tid], c) for c in fixed):
+            why[tid] = "twin"
     for tid in candidates:
         if tid not in why and asserts is not None and asserts.get(tid, 0) < 1:
             why[tid] = "vacuous"
     # A held-out case may use the names of what surely stays visible: every case but the
     # candidates (the instruction's case among them), and the starting workspace's other files.
-    seen, maybe = set(known), set(candidates)
-    for c in cases:
-        if c.id not in maybe:
-            seen |= c.words
+    seen = set(known).union(*(c.words for c in fixed))
     for tid in candidates:
         if tid not in why and tid in listed and not listed[tid].api <= seen:
             why[tid] = "new_api"
-    return why
+    # An ineligible candidate stays visible: a twin of it is a twin of a visible case.
+    while True:
+        more = [
+            tid
+            for tid in candidates
+            if tid not in why
+            and tid in listed
+            and any(is_twin(listed[tid], listed[o]) for o in why if o in listed)
+        ]
+        if not more:
+            return why
+        why.update(dict.fromkeys(more, "twin"))
+
+
+def groups(eligible: Iterable[str], cases: Iterable[Case]) -> list[set[str]]:
+    """The eligible candidates linked by the twin relation (each group of two or more): a split
+    holds out a group whole or none of it, so none of them has a visible twin."""
+    by_id = {c.id: c for c in cases}
+    ids = [t for t in eligible if t in by_id]
+    parent = {t: t for t in ids}
+
+    def top(t: str) -> str:
+        while parent[t] != t:
+            t = parent[t]
+        return t
+
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            if is_twin(by_id[a], by_id[b]):
+                parent[top(a)] = top(b)
+    out: dict[str, set[str]] = {}
+    for t in ids:
+        out.setdefault(top(t), set()).add(t)
+    return [g for g in out.values() if len(g) > 1]
 
 
 def counts(considered: int, why: Mapping[str, str], held: int) -> dict[str, int]:

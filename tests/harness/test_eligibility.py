@@ -106,44 +106,70 @@ def test_cases_the_split_cannot_cut_are_listed_for_the_twin_rule():
 
 
 TWINS = """const { f, added } = require('../src/f');
-test('first', () => expect(f(0)).toBe(1));
+test('first', () => expect(f(1)).toBe(2));
 test('twin', () => expect(f(1)).toBe(2));
 test('twin again', () => { expect(f(1)).toBe(2); });
 test('asserts nothing', () => { f(7); });
+test('copies it', () => { expect(f(7)).toBeDefined(); });
 test('new api', () => expect(added(3)).toBe(4));
 test('fine', () => expect(f(5)).toBe(6));
 """
+NAMES = ("first", "twin", "twin again", "asserts nothing", "copies it", "new api", "fine")
 
 
 def test_screen_gives_each_ineligible_case_its_reason():
-    failures = [
-        Failure("t.test.js", n, "boom", 1, 1)
-        for n in ("first", "twin", "twin again", "asserts nothing", "new api", "fine")
-    ]
+    failures = [Failure("t.test.js", n, "boom", 1, 1) for n in NAMES]
     asserts = {f"t.test.js::{x.test}": 1 for x in failures} | {"t.test.js::asserts nothing": 0}
     known = {"f", "module", "exports"}  # the source's words: no `added`
     sc = screen(failures, {"t.test.js": TWINS}, known, asserts)
     assert sc.considered == [f"t.test.js::{x.test}" for x in failures[1:]]
+    # the twins of the instruction's case; a twin of a vacuous case, which stays visible
     assert sc.why == {
         "t.test.js::twin": "twin",
         "t.test.js::twin again": "twin",
         "t.test.js::asserts nothing": "vacuous",
+        "t.test.js::copies it": "twin",
         "t.test.js::new api": "new_api",
     }
     assert eligibility.counts(len(sc.considered), sc.why, 1) == {
-        "considered": 5,
-        "twin": 2,
+        "considered": 6,
+        "twin": 3,
         "vacuous": 1,
         "new_api": 1,
         "held_out": 1,
     }
     # the split holds out only the eligible case
     for seed in range(10):
-        got = split(failures, {"t.test.js": TWINS}, random.Random(seed), sc.why)
+        got = split(failures, {"t.test.js": TWINS}, random.Random(seed), sc.why, sc.groups)
         assert not isinstance(got, str) and got.held == ["t.test.js::fine"]
     # with `added` in the source it is eligible; without assertion counts, nothing is vacuous
     sc = screen(failures, {"t.test.js": TWINS}, known | {"added"}, None)
     assert set(sc.why.values()) == {"twin"}
+
+
+def test_candidates_twin_only_of_each_other_are_held_out_together_or_not_at_all():
+    # a commit that adds a case and its mirror: holding out both leaves no visible twin
+    text = (
+        "const { f } = require('../src/f');\n"
+        "test('first', () => expect(f(0)).toBe(1));\n"
+        "test('js', () => expect(f(5)).toBe(6));\n"
+        "test('ts', () => {\n  const got: number = f(5);\n  expect(got).toBe(6);\n});\n"
+        "test('other', () => expect(f(7)).toBe(8));\n"
+        "test('more', () => expect(f(9)).toBe(10));\n"
+    )
+    texts = {"t.test.ts": text}
+    failures = [
+        Failure("t.test.ts", n, "boom", 1, 1) for n in ("first", "js", "ts", "other", "more")
+    ]
+    sc = screen(failures, texts, {"f"}, None)
+    assert sc.why == {} and sc.groups == [{"t.test.ts::js", "t.test.ts::ts"}]
+    both = 0
+    for seed in range(20):
+        got = split(failures, texts, random.Random(seed), sc.why, sc.groups)
+        assert not isinstance(got, str) and len(got.held) <= 2
+        assert ("t.test.ts::js" in got.held) == ("t.test.ts::ts" in got.held), got.held
+        both += "t.test.ts::js" in got.held
+    assert 0 < both < 20
 
 
 def test_a_name_a_visible_case_uses_is_known():
@@ -170,7 +196,8 @@ def test_a_name_a_visible_case_uses_is_known():
 
 def test_a_session_whose_every_candidate_is_ineligible_says_why():
     failures = [Failure("t.test.js", n, "boom", 1, 1) for n in ("first", "twin", "twin again")]
-    why = {"t.test.js::twin": "twin", "t.test.js::twin again": "twin"}
+    why = screen(failures, {"t.test.js": TWINS}, {"f"}, None).why
+    assert why == {"t.test.js::twin": "twin", "t.test.js::twin again": "twin"}
     assert split(failures, {"t.test.js": TWINS}, random.Random(0), why) == "ineligible_twin"
     why["t.test.js::twin"] = "vacuous"
     assert split(failures, {"t.test.js": TWINS}, random.Random(0), why) == "ineligible_mixed"

@@ -448,7 +448,7 @@ def _held_out(
     }
     sc = held_out.screen(failures, tests, known, base.get("asserts"), found)
     # Seeded per mutant: the choice does not depend on which mutants were kept before it.
-    got = held_out.split(failures, texts, random.Random(f"{opts.seed}:{m.id}"), sc.why)
+    got = held_out.split(failures, texts, random.Random(f"{opts.seed}:{m.id}"), sc.why, sc.groups)
     if isinstance(got, str):
         row["held_out"] = {
             "why_none": got,

@@ -20,6 +20,7 @@ ineligible holds nothing out (`ineligible_<reason>`).
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -68,6 +69,7 @@ def known_words(folder: Path, test_files: Iterable[str]) -> set[str]:
 class Screen:
     considered: list[str]  # the killing cases a split could hold out (test ids)
     why: dict[str, str]  # the ineligible ones: test id -> reason (eligibility.py)
+    groups: list[set[str]]  # eligible twins of each other: held out together or not at all
 
 
 def screen(
@@ -87,7 +89,9 @@ def screen(
         f"{x.test_file}::{x.test}" for x in failures[1:] if (x.test_file, x.test) in plain
     ]
     cases = eligibility.cases_of(found, tests)
-    return Screen(considered, eligibility.screen(considered, cases, asserts, known))
+    why = eligibility.screen(considered, cases, asserts, known)
+    eligible = [t for t in considered if t not in why]
+    return Screen(considered, why, eligibility.groups(eligible, cases))
 
 
 @dataclass(frozen=True)
@@ -104,9 +108,11 @@ def split(
     texts: dict[str, str],
     rng: random.Random,
     ineligible: Mapping[str, str] | None = None,
+    together: Iterable[set[str]] = (),
 ) -> Split | str:
     """The split of ``failures`` (the killing cases, the instruction's first) over the test files'
-    ``texts``, or why there is none; no case of ``ineligible`` (screen's ``why``) is held out."""
+    ``texts``, or why there is none; no case of ``ineligible`` (screen's ``why``) is held out, and
+    each group of ``together`` (screen's ``groups``) is held out whole or not at all."""
     if len(failures) < 2:
         return "one_killing_case"
     first = failures[0]
@@ -124,11 +130,17 @@ def split(
     # Every cut file keeps a test case: Jest fails a test file with none ("Your test suite must
     # contain at least one test"), which no fix could make pass.
     left = {f: len(found) for f, found in cases.items()}
-    chosen = []
+    group = {tid: set(g) for g in together for tid in g}
+    chosen: list[Failure] = []
     for x in rng.sample(candidates, len(candidates)):
-        if len(chosen) < want and left[x.test_file] > 1:
-            left[x.test_file] -= 1
-            chosen.append(x)
+        g = [y for y in candidates if _tid(y) in group.get(_tid(x), {_tid(x)})]
+        if x in chosen or len(g) != len(group.get(_tid(x), g)) or len(chosen) + len(g) > want:
+            continue
+        need = Counter(y.test_file for y in g)
+        if all(left[f] - n >= 1 for f, n in need.items()):
+            for f, n in need.items():
+                left[f] -= n
+            chosen += g
     if not chosen:
         return "no_case_leaves_its_file_a_test"
     chosen.sort(key=lambda x: (x.test_file, x.test))

@@ -345,7 +345,7 @@ def _session(cand: Candidate, box: Box, failures: list, verdict: dict[str, Any])
     if opts.held_out == "split":
         texts = {f: (work / f).read_text(encoding="utf-8") for f in verdict["verify_files"]}
         sc = _screen(work, box.sb.test_files, failures, verdict["asserts"])
-        got = held_out.split(failures, texts, rng, sc.why)
+        got = held_out.split(failures, texts, rng, sc.why, sc.groups)
         n = 0 if isinstance(got, str) else len(got.held)
         held = {"cases": eligibility.counts(len(sc.considered), sc.why, n)}
         if isinstance(got, str):
