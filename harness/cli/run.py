@@ -139,10 +139,12 @@ def add_parsers(sub) -> None:
     )
     rec.set_defaults(func=_record)
     from harness.authoring.build.cli import add_parser as add_build  # `etai suite build`
+    from harness.authoring.etai_js.cli import add_parser as add_fetch  # `etai suite fetch`
     from harness.authoring.mine.cli import add_parser as add_mine  # `etai suite mine`
 
     add_build(s)
     add_mine(s)
+    add_fetch(s)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -1,0 +1,247 @@
+"""The etai-js manifest and `etai suite fetch`, on a tiny project made here under real git: mined by
+`etai suite mine` in the sandbox, turned into manifest rows, materialised from a `file://` URL (a
+bare repository as the remote) and offline from a --mirror folder holding a bundle, each giving
+the mined suite back byte for byte; one session replayed by the oracle, green. Then what must stop
+with exit 2 and leave no suite behind (a damaged mirror, a missing commit, a hash mismatch), a fetch
+killed half way that resumes, and a released version that refuses to change."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.authoring.etai_js import convert, manifest
+from harness.base.errors import InputError
+from harness.cli import main
+from harness.runs.runner import run
+from harness.suites.load import load_suite
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
+GIT_ENV = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.org", "GIT_COMMITTER_NAME": "a",
+           "GIT_COMMITTER_EMAIL": "a@example.org", "PATH": "/usr/bin:/bin"}  # fmt: skip
+SOURCE = "exports.half = (x) => x / 3;\nexports.twice = (x) => x * 3;\n"
+
+
+def _git(cwd: Path, *args: str) -> str:
+    r = subprocess.run(["git", *args], cwd=cwd, env=GIT_ENV, check=True, capture_output=True)
+    return r.stdout.decode()
+
+
+def _tiny_project(root: Path) -> Path:
+    """lib/calc.js with two bugs and two fixes, each commit bringing the tests that catch it (the
+    first fix turns two tests green, so one can be held out)."""
+    repo = root / "tiny"
+    (repo / "lib").mkdir(parents=True)
+    (repo / "test").mkdir()
+    (repo / "package.json").write_text(json.dumps({"name": "tiny", "version": "1.0.0"}))
+    lock = {"name": "tiny", "version": "1.0.0", "lockfileVersion": 3, "requires": True,
+            "packages": {"": {"name": "tiny", "version": "1.0.0"}}}  # fmt: skip
+    (repo / "package-lock.json").write_text(json.dumps(lock))
+    _git(repo, "init", "-q", "-b", "main")
+    test = (
+        "const c = require('../lib/calc');\n\ntest('loads', () => expect(c.half).toBeTruthy());\n"
+    )
+    commits = [
+        ("calc", SOURCE, test),
+        ("fix: half halves", SOURCE.replace("x / 3", "x / 2"),
+         test + "test('halves six', () => expect(c.half(6)).toBe(3));\n"
+         "test('halves ten', () => expect(c.half(10)).toBe(5));\n"),
+        ("fix: twice doubles", SOURCE.replace("x / 3", "x / 2").replace("x * 3", "x * 2"),
+         test + "test('halves six', () => expect(c.half(6)).toBe(3));\n"
+         "test('halves ten', () => expect(c.half(10)).toBe(5));\n"
+         "test('twice two', () => expect(c.twice(2)).toBe(4));\n"),
+    ]  # fmt: skip
+    for message, source, tests in commits:
+        (repo / "lib" / "calc.js").write_text(source)
+        (repo / "test" / "calc.test.js").write_text(tests)
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", message)
+    return repo
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, image):
+    """The project, its "remote" (a bare repository), a mirror folder with its bundle, the suite
+    `etai suite mine` made of it and the manifest converted from that suite."""
+    root = tmp_path_factory.mktemp("fetch")
+    repo = _tiny_project(root)
+    remote = root / "remote" / "tiny.git"
+    _git(root, "clone", "-q", "--bare", str(repo), str(remote))
+    (root / "mirror").mkdir()
+    _git(repo, "bundle", "create", "-q", str(root / "mirror" / "tiny.bundle"), "--all")
+    mined = root / "mined"
+    argv = ["suite", "mine", str(repo), "--out", str(mined), "--range", "HEAD~2..HEAD"]
+    assert main([*argv, "--src", "lib", "--runs", "1", "--no-progress"]) == 0
+    ids = convert.add(root / "manifest" / "1", mined, repo, url=remote.as_uri(), license="MIT")
+    assert len(ids) == 2, ids
+    return {"root": root, "repo": repo, "mined": mined, "manifest": root / "manifest" / "1",
+            "url": remote.as_uri(), "mirror": root / "mirror", "ids": ids}  # fmt: skip
+
+
+def _fetch(*args: str) -> int:
+    return main(["suite", "fetch", *[str(a) for a in args], "--no-progress"])
+
+
+def _no_suite(out: Path) -> None:
+    """Nothing a run could take for a suite: no suite.yaml or sessions.jsonl anywhere under ``out``."""
+    left = [p for p in out.rglob("*") if p.name in ("suite.yaml", "sessions.jsonl")]
+    assert left == [] and not (out / "tiny").exists(), left
+
+
+def _copy_manifest(tiny, dest: Path, change=None) -> Path:
+    shutil.copytree(tiny["manifest"], dest)
+    if change:
+        rows = [json.loads(x) for x in (dest / "rows.jsonl").read_text().splitlines()]
+        change(rows)
+        (dest / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return dest
+
+
+def test_rows_hold_what_a_benchmark_row_holds_and_no_source_tree(tiny):
+    m = manifest.load(tiny["manifest"])
+    assert m.label == "etai-js@1" and set(m.projects) == {"tiny"}
+    assert m.projects["tiny"].url == tiny["url"] and m.projects["tiny"].license == "MIT"
+    assert (m.projects["tiny"].lockfile / "package-lock.json").is_file()
+    by_subject = {r["subject"]: r for r in m.rows}
+    first, second = by_subject["fix: half halves"], by_subject["fix: twice doubles"]
+    head = _git(tiny["repo"], "rev-parse", "HEAD").strip()
+    assert (
+        second["fix_commit"] == head
+        and second["base_commit"] == _git(tiny["repo"], "rev-parse", "HEAD~1").strip()
+    )
+    assert first["fail_to_pass"] == [
+        "test/calc.test.js::halves six",
+        "test/calc.test.js::halves ten",
+    ]
+    assert len(first["held_out"]) == 1 and first["held_out_files"] == ["test/calc.test.js"]
+    assert first["reference"] == [{"file": "lib/calc.js", "old": "exports.half = (x) => x / 3;",
+                                   "new": "exports.half = (x) => x / 2;"}]  # fmt: skip
+    assert "+test('twice two'" in second["test_patch"] and "lib/calc.js" not in second["test_patch"]
+    # The files the reference reads are rebuilt from the repository, never stored.
+    text = (tiny["manifest"] / "rows.jsonl").read_text()
+    assert json.dumps(SOURCE)[1:-1] not in text
+
+
+@pytest.mark.parametrize("how", ["url", "mirror"])
+def test_fetch_gives_back_the_mined_suite(tiny, tmp_path, how):
+    source = ["--mirror", tiny["mirror"]] if how == "mirror" else []
+    assert _fetch(tiny["manifest"], "--out", tmp_path / "out", *source) == 0
+    suite = load_suite(tmp_path / "out" / "tiny")
+    mined = load_suite(tiny["mined"])
+    assert [s.session_id for s in suite.sessions] == tiny["ids"]
+    hashes = {s.session_id: s.content_hash for s in mined.sessions}
+    assert {s.session_id: s.content_hash for s in suite.sessions} == hashes
+    assert suite.sandbox.node_modules == (tmp_path / "out" / "tiny" / "deps").resolve()
+    assert not (tmp_path / "out" / ".partial").exists()
+    # Fetched again: the finished suite is recognised and kept.
+    assert _fetch(tiny["manifest"], "--out", tmp_path / "out", *source) == 0
+
+
+def test_the_oracle_replays_a_fetched_session_green(tiny, tmp_path):
+    assert _fetch(tiny["manifest"], "--out", tmp_path / "out", "--mirror", tiny["mirror"]) == 0
+    summary = run(str(tmp_path / "out" / "tiny"), ["oracle"], out=tmp_path / "run",
+                  session_ids=tiny["ids"][:1], progress=False)  # fmt: skip
+    oracle = summary["agents"]["oracle"]
+    assert summary["n_sessions"] == 1, summary
+    assert oracle["reference_broken"] == [] and oracle["n_infra_error"] == 0
+    assert oracle["path_accuracy"][summary["k"]] == 1.0
+
+
+def _fails(capsys, *argv) -> str:
+    assert _fetch(*argv) == 2
+    return capsys.readouterr().err
+
+
+def test_a_damaged_mirror_stops_with_exit_2(tiny, tmp_path, capsys):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    data = (tiny["mirror"] / "tiny.bundle").read_bytes()
+    (mirror / "tiny.bundle").write_bytes(data[: len(data) // 2])  # a bundle cut short
+    err = _fails(capsys, tiny["manifest"], "--out", tmp_path / "out", "--mirror", mirror)
+    assert "tiny.bundle" in err and "not a git bundle" in err, err
+    _no_suite(tmp_path / "out")
+    # A bare repository whose blob of lib/calc.js is gone.
+    (mirror / "tiny.bundle").unlink()
+    bare = mirror / "tiny.git"
+    _git(tmp_path, "clone", "-q", "--bare", str(tiny["repo"]), str(bare))
+    blob = _git(tiny["repo"], "rev-parse", "HEAD~2:lib/calc.js").strip()
+    (bare / "objects" / blob[:2] / blob[2:]).unlink()
+    err = _fails(capsys, tiny["manifest"], "--out", tmp_path / "out", "--mirror", mirror)
+    half = next(
+        r for r in manifest.load(tiny["manifest"]).rows if r["subject"] == "fix: half halves"
+    )
+    assert half["session_id"] in err and "lacks the content" in err and "lib/calc.js" in err, err
+    _no_suite(tmp_path / "out")
+
+
+def test_a_missing_commit_stops_with_exit_2(tiny, tmp_path, capsys):
+    def gone(rows):
+        rows[1]["base_commit"] = "0" * 40
+
+    m = _copy_manifest(tiny, tmp_path / "m", gone)
+    err = _fails(capsys, m, "--out", tmp_path / "out")  # from the URL, which has no such commit
+    assert tiny["ids"][1] in err and "0" * 40 in err and "not in the repository" in err, err
+    _no_suite(tmp_path / "out")
+
+
+def test_a_hash_mismatch_names_the_session_and_stops(tiny, tmp_path, capsys):
+    def wrong(rows):
+        rows[1]["workspace_sha256"] = "f" * 64
+
+    m = _copy_manifest(tiny, tmp_path / "m", wrong)
+    err = _fails(capsys, m, "--out", tmp_path / "out", "--mirror", tiny["mirror"])
+    assert f"session {tiny['ids'][1]}" in err and "f" * 64 in err, err
+    _no_suite(tmp_path / "out")
+
+
+def test_a_killed_fetch_resumes_and_skips_what_it_built(tiny, tmp_path):
+    """Killed (SIGKILL) once its first session is verified: no suite is left, and the rerun builds
+    only what is missing (the first workspace is the very folder the killed run made)."""
+    out = tmp_path / "out"
+    first = out / ".partial" / "tiny" / "workspaces" / tiny["ids"][0]
+    # A fresh cache: the dependencies are installed again, so the kill lands before the end.
+    env = {**os.environ, "ETAI_CACHE": str(tmp_path / "cache")}
+    argv = [sys.executable, "-m", "harness.cli", "suite", "fetch", str(tiny["manifest"]),
+            "--out", str(out), "--mirror", str(tiny["mirror"]), "--no-progress"]  # fmt: skip
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not first.is_dir() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert p.poll() is None, "the fetch ended before it could be killed"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    _no_suite(out)
+    inode = first.stat().st_ino
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "already there" in r.stdout and "(0 built" not in r.stdout, r.stdout
+    suite = load_suite(out / "tiny")
+    assert [s.session_id for s in suite.sessions] == tiny["ids"]
+    assert (out / "tiny" / "workspaces" / tiny["ids"][0]).stat().st_ino == inode
+
+
+def test_a_released_version_never_changes(tiny, tmp_path):
+    home = tmp_path / "etai-js"
+    m = _copy_manifest(tiny, home / "1")
+    (home / "versions.json").write_text(json.dumps({"1": {"sha256": manifest.folder_sha256(m)}}))
+    assert manifest.load(home).version == 1  # the newest version of a home folder
+    with pytest.raises(InputError, match="never changes"):
+        convert.add(m, tiny["mined"], tiny["repo"], url=tiny["url"], license="MIT")
+    (m / "rows.jsonl").write_text((m / "rows.jsonl").read_text().replace("halves", "Halves"))
+    with pytest.raises(InputError, match="released version's files changed"):
+        manifest.load(home)
+
+
+def test_the_bundled_manifest_loads():
+    m = manifest.load("etai-js")
+    assert m.label.startswith("etai-js@") and m.rows
+    for row in m.rows:
+        assert row["project"] in m.projects and len(row["workspace_sha256"]) == 64
