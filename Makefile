@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,train,serve,report,ray,docs
 
-.PHONY: setup docker venv image browser docs demo test test-long test-fast lint bench redteam redteam-search mutation real-suites mined-suites train-set chaos clean
+.PHONY: setup docker venv image browser docs demo test test-long test-fast lint bench redteam redteam-search mutation real-suites mined-suites etai-js train-set chaos clean
 
 setup: docker venv image
 
@@ -87,6 +87,13 @@ real-suites: setup
 # replayed with oracle and noop; report in runs/mined-suites/report.md. ARGS="--only commander".
 mined-suites: setup
 	$(BIN)/python scripts/mined_suites.py $(ARGS)
+
+# The etai-js manifest (docs/guides/etai-js.md) grown from mines of the histories at hand (5 sessions
+# a project unless ARGS="--max N") into its draft version, then verified as a user gets it: fetched
+# from the bundles and replayed with oracle and noop; then the bundled slice's test on every session.
+etai-js: setup
+	$(BIN)/python scripts/etai_js.py $(ARGS)
+	ETAI_JS=all $(BIN)/python -m pytest -q tests/harness/test_suite_fetch_slice.py
 
 # The data of finetune/configs/agent-8xa100.yaml: the six projects' suites built (no replay) into
 # runs/real-suites/, dayjs with wider caps (up to 20 mutants a file, 4 a function). Builds resume;
