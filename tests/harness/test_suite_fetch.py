@@ -90,10 +90,12 @@ def _fetch(*args: str) -> int:
     return main(["suite", "fetch", *[str(a) for a in args], "--no-progress"])
 
 
-def _no_suite(out: Path) -> None:
-    """Nothing a run could take for a suite: no suite.yaml or sessions.jsonl anywhere under ``out``."""
+def _no_suite(out: Path, *, staged: bool | None = False) -> None:
+    """Nothing a run could take for a suite: no suite.yaml or sessions.jsonl anywhere under
+    ``out``; and no stage either unless a verified session is there to resume from."""
     left = [p for p in out.rglob("*") if p.name in ("suite.yaml", "sessions.jsonl")]
     assert left == [] and not (out / "tiny").exists(), left
+    assert staged is None or (out / ".partial").exists() == staged
 
 
 def _copy_manifest(tiny, dest: Path, change=None) -> Path:
@@ -179,7 +181,7 @@ def test_a_damaged_mirror_stops_with_exit_2(tiny, tmp_path, capsys):
         r for r in manifest.load(tiny["manifest"]).rows if r["subject"] == "fix: half halves"
     )
     assert half["session_id"] in err and "lacks the content" in err and "lib/calc.js" in err, err
-    _no_suite(tmp_path / "out")
+    _no_suite(tmp_path / "out", staged=None)  # the other session may come first, and be verified
 
 
 def test_a_missing_commit_stops_with_exit_2(tiny, tmp_path, capsys):
@@ -189,7 +191,7 @@ def test_a_missing_commit_stops_with_exit_2(tiny, tmp_path, capsys):
     m = _copy_manifest(tiny, tmp_path / "m", gone)
     err = _fails(capsys, m, "--out", tmp_path / "out")  # from the URL, which has no such commit
     assert tiny["ids"][1] in err and "0" * 40 in err and "not in the repository" in err, err
-    _no_suite(tmp_path / "out")
+    _no_suite(tmp_path / "out", staged=True)
 
 
 def test_a_hash_mismatch_names_the_session_and_stops(tiny, tmp_path, capsys):
@@ -199,7 +201,7 @@ def test_a_hash_mismatch_names_the_session_and_stops(tiny, tmp_path, capsys):
     m = _copy_manifest(tiny, tmp_path / "m", wrong)
     err = _fails(capsys, m, "--out", tmp_path / "out", "--mirror", tiny["mirror"])
     assert f"session {tiny['ids'][1]}" in err and "f" * 64 in err, err
-    _no_suite(tmp_path / "out")
+    _no_suite(tmp_path / "out", staged=True)  # the first session, verified
 
 
 def test_a_killed_fetch_resumes_and_skips_what_it_built(tiny, tmp_path):
@@ -218,7 +220,7 @@ def test_a_killed_fetch_resumes_and_skips_what_it_built(tiny, tmp_path):
     assert p.poll() is None, "the fetch ended before it could be killed"
     p.send_signal(signal.SIGKILL)
     p.wait()
-    _no_suite(out)
+    _no_suite(out, staged=True)
     inode = first.stat().st_ino
     r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -24,7 +24,7 @@ from harness.authoring.etai_js.manifest import LOCKFILES, Manifest, Project
 from harness.authoring.mine import history
 from harness.base.errors import InputError
 from harness.base.progress import bar as progress_bar
-from harness.runs.results import write_json_atomic, write_text_atomic
+from harness.runs.results import RunFolder, write_json_atomic, write_text_atomic
 from harness.sandbox.deps import node_modules
 
 STAMP = ".etai-js.json"  # what a finished suite was built from
@@ -45,11 +45,12 @@ def fetch(
     bar = progress_bar(sum(map(len, rows.values())), f"{m.label} sessions", enabled=progress,
                        unit="session")  # fmt: skip
     done = {}
-    try:
-        for p in chosen:
-            done[p.name] = _project(m, p, rows[p.name], Path(out), mirror, bar, log)
-    finally:
-        bar.close()
+    with RunFolder(out):  # one fetch at a time into a folder (a second is FolderBusy, exit 2)
+        try:
+            for p in chosen:
+                done[p.name] = _project(m, p, rows[p.name], Path(out), mirror, bar, log)
+        finally:
+            bar.close()
     return done
 
 
@@ -86,23 +87,29 @@ def _project(m, p: Project, rows, out: Path, mirror, bar, log) -> dict[str, Any]
         shutil.rmtree(stage)
     stage.mkdir(parents=True, exist_ok=True)
     write_json_atomic(stage / STAMP, stamp)
-    repo = _repository(p, mirror, stage)
     records = stage / ".records"
     records.mkdir(exist_ok=True)
-    for row in rows:
-        sid = row["session_id"]
-        if (stage / "workspaces" / sid).is_dir() and (records / f"{sid}.json").is_file():
-            result["skipped"] += 1  # built and verified before a kill
-        else:
-            _session(repo, row, stage, records)
-            result["built"] += 1
-        bar.update(1)
-    _finish(m, p, rows, stage, records, log)
-    stage.rename(final)
     try:
-        stage.parent.rmdir()  # .partial, once no project is left in it
-    except OSError:
-        pass
+        repo = _repository(p, mirror, stage)
+        for row in rows:
+            sid = row["session_id"]
+            if (stage / "workspaces" / sid).is_dir() and (records / f"{sid}.json").is_file():
+                result["skipped"] += 1  # built and verified before a kill
+            else:
+                _session(repo, row, stage, records)
+                result["built"] += 1
+            bar.update(1)
+        _finish(m, p, rows, stage, records, log)
+        stage.rename(final)
+    except Exception:
+        if not (stage / "workspaces").is_dir():  # nothing verified to resume from
+            shutil.rmtree(stage, ignore_errors=True)
+        raise
+    finally:
+        try:
+            stage.parent.rmdir()  # .partial, once no project is left in it
+        except OSError:
+            pass
     return result
 
 
