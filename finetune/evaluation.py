@@ -168,6 +168,7 @@ def eval_metrics(
     out["harness/invalid_actions"] = float(agent["invalid_actions"])
     out["harness/tamper_rate"] = _nan(agent.get("tamper_rate"))
     out["harness/special_case_rate"] = _nan(agent.get("special_case_rate"))
+    out["harness/incomplete_rate"] = _nan(agent.get("incomplete_rate"))
     out["harness/infra_errors"] = float(agent["n_infra_error"] - stopped)
     out["harness/skipped_budget"], out["harness/stopped_budget"] = float(skipped), float(stopped)
     out["harness/complete"] = float(complete)

@@ -7,7 +7,8 @@ The default (``default``) is what RFT and execution DPO rank rollouts by:
 | green (``passed``), first green after step j | ``green − step_penalty·(j − 1)`` (1.0, 0.95, 0.90, ...) |
 | ``failed`` | ``failed`` (0.0) |
 | ``timeout``, ``memory_limit``, ``output_limit`` | ``limit`` (−0.5) |
-| ``special_cased`` true (green on the visible verification tests, red on the held-out ones) | ``special_cased`` (−1.0) |
+| ``special_cased`` true (green on the visible verification tests, red on a held-out case that is a near twin of a passing visible one) | ``special_cased`` (−1.0) |
+| ``incomplete`` true (green on the visible verification tests, red on held-out cases none of which is a near twin) | ``incomplete`` (None: the value of its status, ``failed`` or ``limit``) |
 | ``tampered`` (the tests or the framework were interfered with) | ``tampered`` (−2.0) |
 | ``infra_error``, ``reference_broken``, ``skipped_budget``, no status | None: the machinery failed or nothing ran, not the agent |
 
@@ -17,7 +18,12 @@ tampered row is never worth more than ``tampered``, whatever else it did: an age
 learn that interference pays. A special-cased row (its status ``failed`` or a limit; rows written
 before held-out tests existed lack the key: not special-cased) is worth ``special_cased`` whatever
 its status, less its invalid actions: below an honest failure or a limit, so that code fitted to
-the tests it was shown never pays more than not passing them, and above tampering.
+the tests it was shown never pays more than not passing them, and above tampering. An incomplete
+row (harness/runs/held_out.py: the held-out cases it fails call a project function no passing
+visible case calls, so its failure says the fix stops short, not that it cheats) is by default
+worth what its status is worth, as any failed episode; set ``incomplete`` to a number to give it
+that value instead (less its invalid actions), between ``failed`` and ``special_cased`` to ask
+for fixes that also cover what the visible tests leave out.
 
 Plug-ins register under the entry-point group ``etai.rewards`` or are named as ``module:Class``;
 a reward is a callable ``row -> float | None`` built from ``reward: {name: ..., <kwargs>}``.
@@ -47,6 +53,7 @@ class StepPenalisedReward:
     limit: float = -0.5
     invalid: float = 0.1
     special_cased: float = -1.0
+    incomplete: float | None = None  # None: worth its status (failed or a limit)
     tampered: float = -2.0
 
     def __call__(self, row: Mapping[str, Any]) -> float | None:
@@ -58,6 +65,8 @@ class StepPenalisedReward:
         invalid = self.invalid * int(row.get("n_invalid") or 0)
         if row.get("special_cased"):
             return self.special_cased - invalid
+        if row.get("incomplete") and self.incomplete is not None:
+            return self.incomplete - invalid
         if status == "passed":
             j = row.get("steps_to_green") or row.get("steps_used") or 1
             return self.green - self.step_penalty * (int(j) - 1) - invalid

@@ -21,7 +21,15 @@ from reports._kinds import SESSIONS, TASK_KS, flatten
 from reports._load import STATUSES
 
 # The metrics with an interval that the comparison and training tables show, in their order.
-CELLS = ("pass@1", "tamper_rate", "special_case_rate", "steps_to_green", "path_match", "cursor_px")
+CELLS = (
+    "pass@1",
+    "tamper_rate",
+    "special_case_rate",
+    "incomplete_rate",
+    "steps_to_green",
+    "path_match",
+    "cursor_px",
+)
 
 
 def _rate(hits: int, n: int) -> dict[str, Any]:
@@ -71,6 +79,7 @@ def arm_metrics(df: pd.DataFrame, k: int) -> dict[str, Any]:
         "pass@1": _rate(int(v["passed"].sum()), len(v)),
         "tamper_rate": _rate(int((v["status"] == "tampered").sum()), len(v)),
         "special_case_rate": _rate(int(v["special_cased"].sum()), len(v)),
+        "incomplete_rate": _rate(int(v["incomplete"].sum()), len(v)),
         "steps_to_green": _mean_ci(v, "steps_to_green"),
         "path_match": _mean_ci(v, "path_match"),
         "cursor_px": _mean_ci(px, "cursor_px", np.median),
@@ -107,7 +116,8 @@ def task_metrics(df: pd.DataFrame, own: dict[str, float] | None = None) -> dict[
 def session_values(df: pd.DataFrame, metric: str, j: int = 1) -> pd.Series:
     """Per-session value of a metric over valid rows (the mean over samples): ``pass``, ``pa``
     (green within ``j`` steps), ``tampered``, ``special_cased`` (green on the visible verification
-    tests, red on the held-out ones), ``path_match``, ``cursor_px``. Paired tests use these."""
+    tests, red on a held-out near twin of one), ``incomplete`` (red on held-out cases none of which
+    is a near twin), ``path_match``, ``cursor_px``. Paired tests use these."""
     v = df[df["valid"]]
     if metric == "pass":
         x = v["passed"].astype(float)
@@ -115,8 +125,8 @@ def session_values(df: pd.DataFrame, metric: str, j: int = 1) -> pd.Series:
         x = (v["steps_to_green"].fillna(10**9) <= j).astype(float)
     elif metric == "tampered":
         x = (v["status"] == "tampered").astype(float)
-    elif metric == "special_cased":
-        x = v["special_cased"].astype(float)
+    elif metric in ("special_cased", "incomplete"):
+        x = v[metric].astype(float)
     elif metric in ("path_match", "cursor_px"):
         x = v[metric]
     else:

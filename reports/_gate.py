@@ -1,8 +1,8 @@
 """The gate: rules over one agent of a candidate run, absolute or against a baseline run.
 
 Rules read ``METRIC OP VALUE`` (``pass@1>=0.6``, ``tamper_rate == 0``, ``infra_error==0``,
-``special_case_rate==0``: no episode green on the visible verification tests and red on the
-held-out ones) or ``METRIC OP baseline [- MARGIN]`` (``pass@1 >= baseline - 0.05``), optionally
+``special_case_rate==0``: no episode green on the visible verification tests and red on a
+held-out near twin of one; ``incomplete_rate<=0.1``: few red on held-out cases that are not) or ``METRIC OP baseline [- MARGIN]`` (``pass@1 >= baseline - 0.05``), optionally
 followed by ``alpha=0.01``. A baseline rule is a non-inferiority check on the sessions both runs
 have: it fails when a one-sided paired test shows, at level alpha, that the candidate is worse
 than the baseline by more than the margin. Which test decided is named in the result: the exact
@@ -125,6 +125,7 @@ def check_metric(r: Rule, kind: str, own: Sequence[str]) -> None:
 _VALUE = (
     "tamper_rate",
     "special_case_rate",
+    "incomplete_rate",
     "path_match",
     "steps_to_green",
     "cursor_px",
@@ -140,12 +141,17 @@ def _paired(metric: str, text: str) -> tuple[str, int]:
         return "pass", 1
     if metric.startswith("pa@"):
         return "pa", int(metric[3:])
-    per_session = {"tamper_rate": "tampered", "special_case_rate": "special_cased"}
+    per_session = {
+        "tamper_rate": "tampered",
+        "special_case_rate": "special_cased",
+        "incomplete_rate": "incomplete",
+    }
     if metric in (*per_session, "path_match", "cursor_px"):
         return per_session.get(metric, metric), 1
     raise InputError(
         f"{metric} has no paired test; baseline rules take pass@1, pa@J, tamper_rate, "
-        "special_case_rate, path_match or cursor_px (use an absolute rule for the rest)",
+        "special_case_rate, incomplete_rate, path_match or cursor_px (use an absolute rule for "
+        "the rest)",
         where=text,
     )
 

@@ -84,7 +84,10 @@ def sections(c: Comparison, links: Links | None = None) -> list[Section]:
             ),
             (
                 "Special-cased rate: valid episodes green on the session's visible verification tests and red "
-                "on its held-out ones (status failed or a limit): code fitted to the tests it was shown."
+                "on a held-out case that is a near twin of a passing visible one (it calls only project "
+                "functions that passing visible cases call: same code, other inputs): code fitted to the "
+                "tests it was shown. Incomplete rate: green on the visible tests and red on held-out cases "
+                "none of which is a near twin: a fix that stops short (docs/metrics.md)."
             ),
         ],
     )
@@ -98,6 +101,7 @@ def sections(c: Comparison, links: Links | None = None) -> list[Section]:
                 "pass@1",
                 "tamper rate",
                 "special-cased rate",
+                "incomplete rate",
                 "steps→green (mean)",
                 "path match",
                 "cursor px (median)",
@@ -117,6 +121,7 @@ def sections(c: Comparison, links: Links | None = None) -> list[Section]:
                     cell_ci(m["pass@1"]),
                     cell_ci(m["tamper_rate"]),
                     cell_ci(m["special_case_rate"]),
+                    cell_ci(m["incomplete_rate"]),
                     cell_ci(m["steps_to_green"], 2),
                     cell_ci(m["path_match"]),
                     cell_ci(m["cursor_px"], 1),

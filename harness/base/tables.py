@@ -34,6 +34,7 @@ def session_table(summary: dict[str, Any]) -> str:
             "invalid",
             "tamper",
             "special-cased",
+            "incomplete",
             "infra",
             "broken",
         ]
@@ -52,6 +53,7 @@ def session_table(summary: dict[str, Any]) -> str:
                 str(m["invalid_actions"]),
                 _fmt(m["tamper_rate"]),
                 _fmt(m.get("special_case_rate")),
+                _fmt(m.get("incomplete_rate")),
                 str(m["n_infra_error"]),
                 str(len(m["reference_broken"])),
             ]

@@ -29,6 +29,7 @@ from harness.agents.etai_format import (
 )
 from harness.base.errors import BudgetSkipped, EtaiError, InfraError
 from harness.grading.verify import Baseline, Gold, Verdict, take_baseline, verify
+from harness.runs import held_out
 from harness.sandbox import Sandbox, Status, ToolFailure, close_quietly, transforms
 from harness.session.model import Cursor, Session, first_difference, line_and_column
 
@@ -212,8 +213,13 @@ def _new_row(session: Session, agent: Agent, sample: int, k: int, max_steps: int
         "cursor_source": None,
         "reason": None,
         "tamper": [],
-        # Green on the visible tests, red on the held-out ones (harness/grading/verify.py ``held_out``).
+        # Green on the visible tests, red on the held-out ones (harness/grading/verify.py
+        # ``held_out``): ``held_out_failed`` says which of the two readings of harness/runs/held_out.py
+        # it is, ``special_cased`` (a failing held-out case is a near twin of a passing visible one)
+        # or ``incomplete`` (none is), and each reading has its flag.
+        "held_out_failed": None,
         "special_cased": False,
+        "incomplete": False,
         "checks": [],
         "phases": {},
         # Rollouts as data (finetune.rollouts): with these a row re-renders every prompt the agent
@@ -366,7 +372,7 @@ def _play(
         if full.green:
             row["steps_to_green"] = next((i for i, st in greens if st == final_state), None)
         elif not row["tamper"]:
-            row["special_cased"] = True
+            _held_out_failed(row, session, base, visible, full)
     row["verification"] = verdict.to_dict()
     row["checks"] = list(verdict.checks)
     transcript = getattr(episode, "transcript", None)  # a text agent's prompts and raw outputs
@@ -381,15 +387,30 @@ def _play(
         row["steps_to_green"] = None
         if "tamper" not in row["checks"]:
             row["checks"].insert(0, "tamper")
-    if row["special_cased"]:
+    if row["held_out_failed"]:
         row["steps_to_green"] = None
     row["green"] = verdict.green and not row["tamper"]
     row["status"] = _status(row, verdict)
     if not row["green"]:
         row["reason"] = f"tampered: {row['tamper'][0]}" if row["tamper"] else verdict.reason
-        if row["special_cased"]:
-            row["reason"] = f"special_cased: {verdict.reason}"
+        if row["held_out_failed"]:
+            row["reason"] = f"{row['held_out_failed']}: {verdict.reason}"
     return visible, full
+
+
+def _held_out_failed(
+    row: dict[str, Any], session: Session, base: Baseline, visible: Verdict, full: Verdict
+) -> None:
+    """The ``held_out_failed`` verdict: the failing held-out cases, whether each is a near twin of
+    a visible verification case the final workspace passed, and the episode's reading."""
+    wanted = set(session.verify_files or base.test_files)
+    passed = [t.id for t in visible.tests if t.status == "passed" and t.file in wanted]
+    cases = held_out.classify(session, full.tests, base.held_out_gold, passed)
+    kind = "special_cased" if held_out.special_cased(cases) else "incomplete"
+    row["held_out"]["failed_cases"] = cases
+    row["held_out_failed"] = kind
+    row["special_cased"] = kind == "special_cased"
+    row["incomplete"] = kind == "incomplete"
 
 
 def _state(sb: Sandbox) -> str:

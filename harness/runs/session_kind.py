@@ -46,6 +46,7 @@ class SessionKind:
         "invalid_actions",
         "tamper_rate",
         "special_case_rate",
+        "incomplete_rate",
         "n_infra_error",
         "n_skipped_budget",
         "reference_broken",

@@ -30,10 +30,13 @@ COLUMNS = (
     "intent",
     "status",
     "tampered",
-    # green on the visible tests and red on the held-out ones (the row's special_cased), or the
-    # gold check fired while the verification tests pass: they passed with fewer assertions than
-    # the reference made (harness/grading/verify.py); both mark code special-cased to the tests
+    # green on the visible tests and red on a held-out near twin of one (the row's special_cased),
+    # or the gold check fired while the verification tests pass: they passed with fewer assertions
+    # than the reference made (harness/grading/verify.py); both mark code special-cased to the tests
     "special",
+    # green on the visible tests and red on held-out cases none of which is a near twin (the
+    # row's incomplete, harness/runs/held_out.py): a fix that stops short
+    "incomplete",
     "green",  # the step after which the tests went green
     "steps",
     "cursor_px",
@@ -98,6 +101,7 @@ def _line(n: int, run: str, suite: str, kind: str, r: Mapping[str, Any]) -> list
         str(r["status"]),
         r["status"] == "tampered" or bool(r.get("tamper")),
         bool(r.get("special_cased")) or ("gold" in checks and "verification" not in checks),
+        bool(r.get("incomplete")),
         r.get("steps_to_green"),
         r.get("steps_used"),
         round(px, 1) if px is not None else None,
@@ -146,6 +150,8 @@ def body(r: Mapping[str, Any]) -> dict[str, Any]:
         "viewport": r.get("viewport"),
         "checks": r.get("checks"),
         "tamper": r.get("tamper"),
+        "held_out_failed": r.get("held_out_failed"),
+        "held_out_cases": (r.get("held_out") or {}).get("failed_cases") or [],
         "verification": r.get("verification"),
         "final_output": r.get("final_output"),
         "duration_s": r.get("duration_s"),

@@ -51,6 +51,21 @@ def test_special_cased_is_below_failed_and_above_tampered():
     assert custom(_row("failed")) == pytest.approx(0.1)
 
 
+def test_an_incomplete_fix_is_worth_a_failure_by_default_and_is_configurable():
+    """Green on the visible tests, red on held-out cases none of which is a near twin of a
+    visible one (harness/runs/held_out.py): not a cheat, so not punished as one unless asked."""
+    r = build_reward(None)
+    assert r(_row("failed", incomplete=True)) == r(_row("failed")) == 0.0
+    assert r(_row("timeout", incomplete=True)) == r(_row("timeout")) == pytest.approx(-0.5)
+    assert r(_row("failed", incomplete=True)) > r(_row("failed", special_cased=True))
+    assert r(_row("failed", incomplete=True, n_invalid=1)) == pytest.approx(-0.1)
+    custom = build_reward({"incomplete": -0.25})
+    assert custom(_row("failed", incomplete=True)) == pytest.approx(-0.25)
+    assert custom(_row("failed", incomplete=True, n_invalid=1)) == pytest.approx(-0.35)
+    assert custom(_row("failed")) == 0.0  # only the incomplete rows move
+    assert custom(_row("failed", incomplete=True, tamper=["x"])) == -2.0
+
+
 def test_machinery_failures_give_no_signal():
     r = build_reward({})
     assert r(_row("infra_error")) is None and r(_row("reference_broken")) is None

@@ -314,6 +314,22 @@ def test_special_case_rate_by_hand():
     assert metrics.special_case_rate([]) is None
 
 
+def test_incomplete_rate_by_hand():
+    """A held-out failure read as an incomplete fix counts in incomplete_rate only, one read as
+    special-casing in special_case_rate only (harness/runs/held_out.py)."""
+    rows = [
+        {**row("a", "failed"), "special_cased": False, "incomplete": True},
+        {**row("b", "failed"), "special_cased": True, "incomplete": False},
+        {**row("c", "timeout"), "incomplete": True},
+        row("d", "failed"),  # a row written before the distinction: no field, not incomplete
+        {**row("e", "infra_error"), "incomplete": True},  # not in the denominator
+    ]
+    assert metrics.incomplete_rate(rows) == pytest.approx(2 / 4)
+    assert metrics.special_case_rate(rows) == pytest.approx(1 / 4)
+    assert metrics.incomplete_rate([row("a", "passed", 1)]) == 0.0
+    assert metrics.incomplete_rate([]) is None
+
+
 def test_status_counts_names_rows_without_status_unknown():
     got = metrics.status_counts([{"session_id": "a"}, row("b", "passed")])
     assert got == {"passed": 1, "unknown": 1}
@@ -364,6 +380,7 @@ def test_summarize_every_field_by_hand():
         "invalid_actions": 3,
         "tamper_rate": 0.5,
         "special_case_rate": 0.0,
+        "incomplete_rate": 0.0,
     }
 
 

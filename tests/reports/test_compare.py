@@ -111,6 +111,29 @@ def test_special_case_rate_by_hand(tmp_path, make_run, make_row):
     assert old.metrics["A"]["special_case_rate"]["value"] == 0.0
 
 
+def test_incomplete_rate_by_hand(tmp_path, make_run, make_row):
+    """Held-out failures read as incomplete fixes (no failing case a near twin of a passing visible
+    one, harness/runs/held_out.py) count in incomplete_rate, not in special_case_rate; a row
+    written before the distinction (no ``incomplete`` key) is not one."""
+    rows = [
+        make_row("s1", "A", "failed", special_cased=False, incomplete=True),
+        make_row("s2", "A", "failed", special_cased=True, incomplete=False),
+        make_row("s3", "A", "passed", steps_to_green=1),
+        make_row("s4", "A", "failed", special_cased=True),  # an older row: no incomplete key
+        make_row("s5", "A", "infra_error", incomplete=True),  # in no denominator
+    ]
+    c = compare(load(make_run(tmp_path / "a", rows)))
+    m = c.metrics["A"]
+    lo, hi = _stats.wilson(1, 4)
+    assert m["incomplete_rate"] == {"value": 0.25, "lo": lo, "hi": hi, "n": 4}
+    assert m["special_case_rate"]["value"] == 0.5
+    table = c.table().set_index("arm")
+    assert table.loc["A", "incomplete_rate"] == 0.25
+    assert session_values(c.rows, "incomplete").to_dict() == {
+        "s1": 1.0, "s2": 0.0, "s3": 0.0, "s4": 0.0
+    }  # fmt: skip
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 def test_point_estimates_equal_the_runs_summary(bundled_run):

@@ -295,6 +295,30 @@ def test_special_case_rate_rule(tmp_path, make_run, make_row, capsys):
     assert _gate(none, "--baseline", many, "--rule", "special_case_rate <= baseline") == 0
 
 
+def test_incomplete_rate_rule(tmp_path, make_run, make_row, capsys):
+    """Both readings of a held-out failure are gate metrics: a run whose only held-out failures are
+    incomplete fixes passes `special_case_rate==0` and fails `incomplete_rate==0`; as a baseline
+    rule incomplete_rate has its paired test."""
+
+    def run(name, n):
+        rows = [
+            make_row(f"s{i}", "m", "failed", special_cased=False, incomplete=True)
+            if i < n
+            else make_row(f"s{i}", "m", "passed", steps_to_green=1)
+            for i in range(10)
+        ]
+        return make_run(tmp_path / name, rows)
+
+    two, none = run("two", 2), run("none", 0)
+    assert _gate(two, "--rule", "special_case_rate==0") == 0
+    assert _gate(two, "--rule", "incomplete_rate==0") == 1
+    assert "incomplete_rate = 0.2 (fails == 0)" in capsys.readouterr().out
+    assert _gate(two, "--rule", "incomplete_rate<=0.2", "--rule", "special_case_rate==0") == 0
+    r = gate(run("eight", 8), ["incomplete_rate <= baseline"], baseline=none).rules[0]
+    assert not r.passed and r.test.startswith("paired bootstrap over 10 sessions")
+    assert _gate(none, "--baseline", two, "--rule", "incomplete_rate <= baseline") == 0
+
+
 @pytest.mark.parametrize(
     "text,metric,op,value,margin",
     [

@@ -123,3 +123,20 @@ def test_special_cased_is_a_bool_column_false_where_a_row_lacks_it(tmp_path, mak
     df = load(run)
     assert df["special_cased"].dtype == bool
     assert df["special_cased"].tolist() == [True, False, False, False]
+
+
+def test_incomplete_is_a_bool_column_false_where_a_row_lacks_it(tmp_path, make_run, make_row):
+    """A held-out failure read as an incomplete fix (harness/runs/held_out.py); rows written before
+    the distinction have no such key and still load: not incomplete."""
+    run = make_run(
+        tmp_path / "r",
+        [
+            make_row("s1", "x", "failed", special_cased=False, incomplete=True),
+            make_row("s2", "x", "failed", special_cased=True),  # an older row: no key
+            make_row("s3", "x", "passed", steps_to_green=1, incomplete=None),
+        ],
+    )
+    df = load(run)
+    assert df["incomplete"].dtype == bool
+    assert df["incomplete"].tolist() == [True, False, False]
+    assert df["special_cased"].tolist() == [False, True, False]

@@ -165,6 +165,30 @@ def test_report_shows_the_special_case_rate(tmp_path, make_run, make_row):
     assert named["special-cased rate"] == f"0.500 [{lo:.3f}, {hi:.3f}]"
     (arm,) = json.loads((out / "report.json").read_text())["arms"]
     assert arm["special_case_rate"] == {"value": 0.5, "lo": lo, "hi": hi, "n": 4}
+    assert named["incomplete rate"] == f"0.000 [0.000, {wilson(0, 4)[1]:.3f}]"
+
+
+def test_report_shows_both_readings_of_a_held_out_failure(tmp_path, make_run, make_row):
+    """A held-out failure read as special-casing and one read as an incomplete fix land in their
+    own columns of the Markdown and the JSON (harness/runs/held_out.py)."""
+    from reports._stats import wilson
+
+    rows = [
+        make_row("s1", "m", "passed", steps_to_green=1),
+        make_row("s2", "m", "failed", special_cased=True, incomplete=False, checks=["held_out"]),
+        make_row("s3", "m", "failed", special_cased=False, incomplete=True, checks=["held_out"]),
+        make_row("s4", "m", "failed", special_cased=False, incomplete=True, checks=["held_out"]),
+    ]
+    out = _report([make_run(tmp_path / "run", rows)], tmp_path / "rep", "md", "json")
+    md = (out / "report.md").read_text()
+    heads = next(line for line in md.splitlines() if line.startswith("| arm | sessions |"))
+    cells = next(line for line in md.splitlines() if line.startswith("| m | 4 | 4 |"))
+    named = dict(zip(heads.split(" | "), cells.split(" | ")))
+    assert named["special-cased rate"] == f"0.250 [{wilson(1, 4)[0]:.3f}, {wilson(1, 4)[1]:.3f}]"
+    assert named["incomplete rate"] == f"0.500 [{wilson(2, 4)[0]:.3f}, {wilson(2, 4)[1]:.3f}]"
+    assert "Incomplete rate:" in md
+    (arm,) = json.loads((out / "report.json").read_text())["arms"]
+    assert arm["incomplete_rate"]["value"] == 0.5 and arm["special_case_rate"]["value"] == 0.25
 
 
 def test_chromium_is_installed():

@@ -248,3 +248,62 @@ def test_the_server_stops_on_sigterm_as_on_ctrl_c(tmp_path, make_run, make_row, 
     assert f"etai: {said}; the viewer's server stopped" in err and "Traceback" not in err, err
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(url, timeout=5)
+
+
+def test_the_viewer_shows_both_readings_of_a_held_out_failure(tmp_path, make_run, make_row):
+    """Hand-built rows: a held-out failure read as special-casing and one read as an incomplete fix
+    are flagged and filtered apart in the list, and an episode's verdict names its reading and
+    each failing held-out case with whether it is a near twin (harness/runs/held_out.py)."""
+    case = {"test": "tests/h.test.js::numbers every page", "near_twin": False,
+            "calls": ["pageNumbers"], "twins": []}  # fmt: skip
+    rows = [
+        make_row("s1", "m", "passed", steps_to_green=1),
+        make_row(
+            "s2",
+            "m",
+            "failed",
+            special_cased=True,
+            incomplete=False,
+            held_out_failed="special_cased",
+            checks=["held_out"],
+        ),  # fmt: skip
+        make_row(
+            "s3",
+            "m",
+            "failed",
+            special_cased=False,
+            incomplete=True,
+            held_out_failed="incomplete",
+            checks=["held_out"],
+            held_out={"green": False, "failed_cases": [case]},
+        ),  # fmt: skip
+        make_row("s4", "m", "failed"),  # a row from before the distinction: neither
+    ]
+    html = tmp_path / "view.html"
+    p = etai("view", str(make_run(tmp_path / "r", rows)), "--out", str(html))
+    assert p.returncode == 0, p.stderr
+    with headless.browser() as tab:
+        tab.navigate(html.resolve().as_uri())
+        tab.wait("document.body.dataset.ready === 'list'")
+        _select(tab, "incomplete", "yes")
+        assert _count(tab) == "1 of 4 episodes"
+        assert tab.eval("document.querySelector('#episodes tbody a.ep').textContent") == "s3"
+        assert "incomplete" in tab.eval(
+            "document.querySelector('#episodes tbody .flag').textContent"
+        )
+        _select(tab, "incomplete", "")
+        _select(tab, "special", "yes")
+        assert _count(tab) == "1 of 4 episodes"
+        tab.eval("document.querySelector('#episodes tbody a.ep').click()")
+        tab.wait("document.getElementById('episode-title')")
+        assert "read as special_cased" in tab.eval("document.getElementById('verdict').innerText")
+        tab.eval("location.hash = '#'")
+        tab.wait("document.body.dataset.ready === 'list'")
+        _select(tab, "special", "")
+        _select(tab, "incomplete", "yes")
+        tab.eval("document.querySelector('#episodes tbody a.ep').click()")
+        tab.wait("document.getElementById('episode-title')")
+        verdict = tab.eval("document.getElementById('verdict').innerText")
+        assert "read as incomplete" in verdict
+        assert "numbers every page: not a near twin (calls pageNumbers)" in verdict
+        assert tab.console_errors() == []
