@@ -208,3 +208,15 @@ def test_a_session_whose_every_candidate_is_ineligible_says_why():
         "new_api": 0,
         "held_out": 1,
     }
+
+
+def test_only_the_projects_own_modules_give_api_names():
+    # fastest-validator's objectID tests take ObjectId from mongodb: not an API the fix could add
+    text = (
+        "const ObjectId = require('mongodb').ObjectId;\n"
+        "import { isHex } from 'some-package';\n"
+        "const { f } = require('../src/f');\n"
+        "test('x', () => expect(f(new ObjectId('a'), isHex)).toBe(ObjectId.length));\n"
+    )
+    (case,) = eligibility.cases_of(all_cases({"t.test.ts": text}), {"t.test.ts": text})
+    assert case.api == frozenset({"f"})

@@ -102,19 +102,36 @@ function root(n) {
   }
 }
 
-function isRequire(n) {
-  n = root(n);
-  return n === 'require';
+// A module of the project itself: a relative or absolute path, not a package of node_modules
+// (`require('mongodb').ObjectId` is not the project's API).
+function own(spec) {
+  return typeof spec === 'string' && (spec.startsWith('.') || spec.startsWith('/'));
 }
 
-// What the file takes from the project: {named: local -> exported name of `import { x }` and
-// `const { x } = require(...)`, values: every local bound to an import or require, or to a value
-// made from one (`const v = new Validator()`), wherever it is declared}.
+// Whether ``n`` is a chain on `require('./x')` of a project module.
+function isRequire(n) {
+  for (;;) {
+    n = unwrap(n);
+    if (!n) return false;
+    if (n.type === 'CallExpression' && n.callee.type === 'Identifier' && n.callee.name === 'require') {
+      const a = n.arguments[0];
+      return !!a && a.type === 'StringLiteral' && own(a.value);
+    }
+    if (MEMBER.has(n.type)) n = n.object;
+    else if (/CallExpression$|NewExpression/.test(n.type)) n = n.callee;
+    else if (n.type === 'AwaitExpression') n = n.argument;
+    else return false;
+  }
+}
+
+// What the file takes from the project's own modules: {named: local -> exported name of
+// `import { x }` and `const { x } = require(...)`, values: every local bound to such an import or
+// require, or to a value made from one (`const v = new Validator()`), wherever it is declared}.
 function imports(ast) {
   const named = new Map();
   const values = new Set();
   for (const s of ast.program.body) {
-    if (s.type !== 'ImportDeclaration' || s.importKind === 'type') continue;
+    if (s.type !== 'ImportDeclaration' || s.importKind === 'type' || !own(s.source.value)) continue;
     for (const sp of s.specifiers) {
       values.add(sp.local.name);
       if (sp.type === 'ImportSpecifier' && sp.importKind !== 'type') {
