@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,train,serve,report,ray,docs
 
-.PHONY: setup docker venv image browser docs demo test test-long test-fast lint bench redteam redteam-search mutation real-suites mined-suites etai-js train-set chaos clean
+.PHONY: setup docker venv image browser docs demo test test-long test-fast lint bench redteam redteam-search differential mutation real-suites mined-suites etai-js train-set chaos clean
 
 setup: docker venv image
 
@@ -69,6 +69,14 @@ redteam: setup
 # A randomised search: cheats composed from primitives (when x how x what x follow-up), each a full
 # episode on a bundled session; resumable, report in runs/redteam-search/report.json; exit 1 on a
 # false green. ARGS="--cheats 300 --seed 7 --workers 2 --only fd-forge".
+# Every speed path (harness/base/speed.py) off in turn against all of them on, the same episodes:
+# the reference, noop and the core red-team techniques on the bundled suite, and edits of real
+# projects' suites given with --suite; exit 1 on any verdict that differs. Report in
+# runs/differential/report.json; make test runs a seeded slice (tests/scripts/test_differential.py).
+# ARGS="--suite runs/real-suites/fastest-validator/suite --edits 6 --techniques all".
+differential: setup
+	$(BIN)/python scripts/differential.py $(ARGS)
+
 redteam-search: setup
 	$(BIN)/python scripts/redteam_search.py $(ARGS)
 

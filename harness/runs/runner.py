@@ -16,6 +16,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
+from harness.base import speed
 from harness.base.cpus import available_cpus
 from harness.base.errors import InputError
 from harness.base.progress import bar as progress_bar
@@ -79,8 +80,10 @@ def run(
 
 
 def _regression(mode: Any) -> str:
+    """The mode asked for; ``related`` runs every test file where the ``scoped_regression`` speed
+    path is off (harness/base/speed.py)."""
     check_regression(mode)
-    return mode
+    return "whole" if mode == "related" and not speed.on("scoped_regression") else mode
 
 
 def _check_executor(kind, spec: str) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.agents import AgentContext, from_spec
+from harness.base import speed
 from harness.base.errors import InputError
 from harness.base.provenance import grading_digest, version
 from harness.grading.verify import Gold
@@ -136,15 +137,22 @@ def sandbox_profile(suite: Suite | None = None):
 
 
 def local_preflights(
-    st: Suite, *, sandbox: str = "docker", workers: int = 1, progress: bool = True
+    st: Suite,
+    *,
+    sandbox: str = "docker",
+    workers: int = 1,
+    progress: bool = True,
+    regression: str = "related",
 ) -> dict[str, dict[str, Any]]:
     """Every session's preflight row, replayed in this process (``etai suite validate --jest``):
-    the same cached replays a run makes before its episodes."""
+    the same cached replays a run makes before its episodes, for ``regression``'s graded runs."""
     sessions = list(st.sessions)
     prepared = prepare(st, sandbox, workers)
     try:
         oracle = from_spec("oracle", AgentContext(st, {}))
-        settings = RunSettings(workers=workers, k=0, max_steps=0, sandbox=sandbox)  # no episodes
+        settings = RunSettings(  # no episodes
+            workers=workers, k=0, max_steps=0, sandbox=sandbox, regression=regression
+        )
         local = SessionWorker(sessions, [], oracle, prepared, settings)
         with executors.opened("local", workers=workers, progress=progress) as ex:
             return preflights(sessions, prepared.image, ex, None, local)
@@ -158,7 +166,9 @@ def preflights(sessions, image, ex, recipe, local) -> dict[str, dict[str, Any]]:
     The regression mode is part of the key: a reference green on its related tests may regress
     another."""
 
-    store = ResultStore(_image.cache_dir() / "preflight")  # shared by every run on this machine
+    # Shared by every run on this machine; with the ``preflight_cache`` speed path off
+    # (harness/base/speed.py) none is read or written: every preflight is replayed.
+    store = ResultStore(_image.cache_dir() / "preflight") if speed.on("preflight_cache") else None
     keys = {
         s.session_id: cache_key(
             "preflight",
@@ -170,12 +180,17 @@ def preflights(sessions, image, ex, recipe, local) -> dict[str, dict[str, Any]]:
         )
         for s in sessions
     }
-    results = {sid: store.rows([key])[0] for sid, key in keys.items() if store.has(key)}
+    results = {
+        sid: store.rows([key])[0]
+        for sid, key in keys.items()
+        if store is not None and store.has(key)
+    }
     lock = threading.Lock()
 
     def done(job: PreflightJob, flight: dict[str, Any]) -> None:
         row = {"cache_key": keys[job.session_id], "session_id": job.session_id, **flight}
-        store.append(row)
+        if store is not None:
+            store.append(row)
         with lock:
             results[job.session_id] = row
 

@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from harness.base import speed
 from harness.base.errors import InfraError
 from harness.sandbox import (
     Limits,
@@ -82,6 +83,12 @@ def _labels(run_id: str | None) -> dict[str, str]:
     }
 
 
+def transform_store(limits: Limits) -> bool:
+    """Whether a Jest sandbox reads the trusted transform store: the suite's setting and the
+    ``transform_store`` speed path (harness/base/speed.py)."""
+    return limits.transform_cache and speed.on("transform_store")
+
+
 def create_container(
     image: str,
     limits: Limits,
@@ -124,7 +131,7 @@ def create_container(
             Mount("/scratch/ws/node_modules", limits.node_modules, type="bind", read_only=True)
         )
         env["ETAI_DEPS_READONLY"] = "1"  # the guard trusts them as it trusts Jest's own
-    if trusted_root and limits.transform_cache:  # transformed code that only trusted runs wrote
+    if trusted_root and transform_store(limits):  # transformed code that only trusted runs wrote
         mounts.append(Mount(transforms.MOUNT, str(transforms.store()), type="bind", read_only=True))
         env["ETAI_TRANSFORM_STORE"] = transforms.MOUNT
     # Named before the engine hears of it, so a reap (Ctrl-C, SIGTERM, exit) that comes while it
@@ -210,7 +217,7 @@ class DockerSandbox(RunnerSandbox):
     def _init_extra(self, files: dict[str, str]) -> dict[str, Any]:
         # Each file's token for the transform store: the runner hands them to its Jest hosts over
         # their requests, never in the environment or a file the sandbox user can read.
-        if not self.limits.transform_cache:
+        if not transform_store(self.limits):
             return {}
         limits = self.limits
         scope = transforms.scope(self.image, limits.node_modules, limits.env)
@@ -348,7 +355,12 @@ class Pool:
         is removed (its runner dead or timed out, ``REUSES`` episodes held, or the pool closed)."""
         with self._cv:
             self._out -= 1
-            keep = not used._dead and not self._closed and used.uses < REUSES
+            keep = (
+                not used._dead
+                and not self._closed
+                and used.uses < REUSES
+                and speed.on("container_reuse")
+            )
             if keep:
                 self._starting += 1
         if not keep:

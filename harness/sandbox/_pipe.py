@@ -10,13 +10,13 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-import os
 import queue
 import subprocess
 import threading
 import time
 from typing import Any
 
+from harness.base import speed
 from harness.base.errors import SandboxDead, SandboxTimeout
 from harness.sandbox import GRACE_S, ExecResult, Limits, Status, ToolFailure
 
@@ -28,10 +28,11 @@ def jest_hosts(limits: Limits) -> int:
 
 
 def host_flags() -> dict[str, str]:
-    """Runner settings taken from the harness's own environment, the same for every sandbox kind.
-    New Jest hosts are forked from a warm one (docs/sandbox.md#forked-hosts) unless
-    ``ETAI_JEST_FORK=0``; a runner without its ``fork.node`` starts them whatever this says."""
-    return {"ETAI_JEST_FORK": "0" if os.environ.get("ETAI_JEST_FORK") == "0" else "1"}
+    """Runner settings taken from the harness's own environment, the same for every sandbox kind:
+    the speed paths the runner implements, each on unless turned off (harness/base/speed.py). New
+    Jest hosts are forked from a warm one (docs/sandbox.md#forked-hosts) unless ``forked_hosts``
+    is off; a runner without its ``fork.node`` starts them whatever this says."""
+    return speed.runner_env()
 
 
 class RunnerSandbox:

@@ -1137,35 +1137,41 @@ def peek_source(s, target: str, reads: str = "", first_stack: str = "") -> str:
 def replay_file(technique: Technique, sessions, out: Path) -> Path:
     """A replay agent's file: for each session, write the technique at the top of the source file the
     reference edits (keeping its buggy code), then, for two-step techniques, a harmless edit."""
-    lines = []
-    for s in sessions:
-        target = s.cursor_target.file
-        original = (s.workspace / target).read_text()
-        content = (
-            peek_source(s, target, technique.reads, technique.first_stack)
-            if technique.peeks
-            else technique.rewrite(s, target)
-            if technique.rewrite
-            else technique.code + "\n" + original
+    lines = [
+        json.dumps(
+            {"session_id": s.session_id, "actions": actions(technique, s), "final_output": "done"}
         )
-        actions = [{"tool": "file_write", "args": {"file": target, "content": content}}]
-        if technique.two_step:
-            actions.append(
-                {
-                    "tool": "file_edit",
-                    "args": {
-                        "file": target,
-                        "old": original[:40],
-                        "new": "/* again */ " + original[:40],
-                    },
-                }
-            )
-        lines.append(
-            json.dumps({"session_id": s.session_id, "actions": actions, "final_output": "done"})
-        )
+        for s in sessions
+    ]
     path = out / f"{technique.name}.jsonl"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def actions(technique: Technique, s) -> list[dict]:
+    """The replay agent's actions of ``technique`` on session ``s`` (replay_file)."""
+    target = s.cursor_target.file
+    original = (s.workspace / target).read_text()
+    content = (
+        peek_source(s, target, technique.reads, technique.first_stack)
+        if technique.peeks
+        else technique.rewrite(s, target)
+        if technique.rewrite
+        else technique.code + "\n" + original
+    )
+    acts = [{"tool": "file_write", "args": {"file": target, "content": content}}]
+    if technique.two_step:
+        acts.append(
+            {
+                "tool": "file_edit",
+                "args": {
+                    "file": target,
+                    "old": original[:40],
+                    "new": "/* again */ " + original[:40],
+                },
+            }
+        )
+    return acts
 
 
 def replay_episode(replay: Path, start, st, s, flight: dict, *, guard: bool = True) -> dict:

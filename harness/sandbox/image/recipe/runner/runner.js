@@ -132,6 +132,7 @@ function runCommand(argv, { timeoutMs = 10000, outputCap = 1 << 20, cwd = WS, in
 // request. Each fresh host also gets a TMPDIR of its own, made for it, so nothing an earlier run
 // of the episode left in the shared one is in its way. A replacement warms while the agent works.
 const N_HOSTS = Math.max(1, Number(process.env.ETAI_JEST_HOSTS || 1));
+const WARM_HOSTS = process.env.ETAI_WARM_HOSTS !== '0'; // the agent's hosts are kept between its runs
 const hosts = new Array(N_HOSTS).fill(null); // each { proc, slot, set, clean, pending, tail, outN, cap, reason }
 const fresh = new Array(N_HOSTS).fill(null);
 let tmpSerial = 0; // numbers the TMPDIRs hosts get (fresh hosts, the zygote)
@@ -412,8 +413,10 @@ async function hostCall(set, slot, msg, timeoutMs, outputCap) {
   }).then((r) => {
     const duration_ms = Date.now() - t0;
     // Nothing a test started outlives the run: if it left processes behind, recycle the host.
-    // A fresh host serves one graded run and no other request.
-    if (set[slot] === h && (set === fresh ? msg.op !== 'warm' : strays(h.proc.pid) > 0)) {
+    // A fresh host serves one graded run and no other request; with the `warm_hosts` speed path
+    // off (harness/base/speed.py), an agent's host serves one request too.
+    const once = set === fresh || !WARM_HOSTS;
+    if (set[slot] === h && (once ? msg.op !== 'warm' : strays(h.proc.pid) > 0)) {
       killHost(h);
       set[slot] = null;
     }
