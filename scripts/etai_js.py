@@ -9,7 +9,7 @@ runs/etai-js/ and each suite is replayed with the oracle and the do-nothing agen
 version refuses new rows: start the next version's folder for them.
 
 Usage: python scripts/etai_js.py [--only NAME ...] [--max N] [--commits N] [--version V]
-                                 [--no-mine] [--no-replay]
+                                 [--no-mine] [--no-replay] [--release]
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--version", default="1", help="the manifest version to add to (1)")
     p.add_argument("--no-mine", action="store_true", help="convert and verify what is mined")
     p.add_argument("--no-replay", action="store_true", help="fetch without replaying")
+    p.add_argument(
+        "--release", action="store_true",
+        help="freeze the version once every project is verified (its sha256 into versions.json)",
+    )  # fmt: skip
     args = p.parse_args(argv)
     realrepos = find_realrepos()
     corpus = {x["name"]: x for x in json.loads((realrepos / "corpus.json").read_text())}
@@ -74,7 +78,14 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(json.dumps(row))
     bad = [r for r in rows if r.get("oracle", 1.0) < 1.0 or r.get("noop", 0.0) > 0.0]
-    return 1 if bad or not rows else 0
+    if bad or not rows:
+        return 1
+    if args.release and (args.no_replay or set(added) != set(m.projects)):
+        print(f"not released: every project of {m.label} must be fetched and replayed in this run")
+        return 1
+    if args.release:
+        print(f"{m.label} released: {manifest.release(version)}")
+    return 0
 
 
 if __name__ == "__main__":

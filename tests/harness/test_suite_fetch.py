@@ -202,6 +202,9 @@ def test_a_hash_mismatch_names_the_session_and_stops(tiny, tmp_path, capsys):
     err = _fails(capsys, m, "--out", tmp_path / "out", "--mirror", tiny["mirror"])
     assert f"session {tiny['ids'][1]}" in err and "f" * 64 in err, err
     _no_suite(tmp_path / "out", staged=True)  # the first session, verified
+    stage = tmp_path / "out" / ".partial" / "tiny"
+    assert [p.name for p in (stage / "workspaces").iterdir()] == [tiny["ids"][0]]
+    assert not (stage / ".build" / tiny["ids"][1]).exists()  # the mismatched one is not kept
 
 
 def test_a_killed_fetch_resumes_and_skips_what_it_built(tiny, tmp_path):
@@ -233,8 +236,12 @@ def test_a_killed_fetch_resumes_and_skips_what_it_built(tiny, tmp_path):
 def test_a_released_version_never_changes(tiny, tmp_path):
     home = tmp_path / "etai-js"
     m = _copy_manifest(tiny, home / "1")
-    (home / "versions.json").write_text(json.dumps({"1": {"sha256": manifest.folder_sha256(m)}}))
+    (home / "versions.json").write_text(json.dumps({"1": {"status": "draft"}}))
+    digest = manifest.release(m)
+    assert json.loads((home / "versions.json").read_text()) == {"1": {"sha256": digest}}
     assert manifest.load(home).version == 1  # the newest version of a home folder
+    with pytest.raises(InputError, match="already released"):
+        manifest.release(m)
     with pytest.raises(InputError, match="never changes"):
         convert.add(m, tiny["mined"], tiny["repo"], url=tiny["url"], license="MIT")
     (m / "rows.jsonl").write_text((m / "rows.jsonl").read_text().replace("halves", "Halves"))

@@ -132,12 +132,16 @@ def _session(repo: Path, row: dict, stage: Path, records: Path) -> None:
     if not history.has(repo, row["base_commit"]) or not history.has(repo, row["fix_commit"]):
         gitops.fetch_commit(repo, row["base_commit"])  # a clone's origin may still have it
         gitops.fetch_commit(repo, row["fix_commit"])
-    ws, held = session.build(repo, row, stage / ".build" / sid)
-    got = session.tree_sha256(ws, held)
-    if got != row["workspace_sha256"]:
-        raise InputError(f"the built workspace's sha256 is {got}, the manifest says "
-                         f"{row['workspace_sha256']}", where=f"session {sid}")  # fmt: skip
-    record = session.restore(row["gold"], ws, where=f"session {sid}")
+    try:
+        ws, held = session.build(repo, row, stage / ".build" / sid)
+        got = session.tree_sha256(ws, held)
+        if got != row["workspace_sha256"]:
+            raise InputError(f"the built workspace's sha256 is {got}, the manifest says "
+                             f"{row['workspace_sha256']}", where=f"session {sid}")  # fmt: skip
+        record = session.restore(row["gold"], ws, where=f"session {sid}")
+    except Exception:
+        shutil.rmtree(stage / ".build" / sid, ignore_errors=True)  # never kept unverified
+        raise
     shutil.rmtree(stage / "held_out" / sid, ignore_errors=True)  # a kill's leftover
     if held is not None:
         (stage / "held_out").mkdir(exist_ok=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.errors import InputError
+from harness.runs.results import write_text_atomic
 from harness.suites.load import BUNDLED
 
 FORMAT = "etai-js"
@@ -126,6 +127,23 @@ def frozen_sha256(folder: Path) -> str | None:
         return None
     entry = versions(home).get(folder.name) or {}
     return entry.get("sha256")
+
+
+def release(folder: Path) -> str:
+    """Freeze the draft version in ``folder``: its sha256 goes into versions.json beside it (the
+    manifest is loaded first, so a version with a problem is never released)."""
+    folder = Path(folder).resolve()
+    load(folder)
+    path = folder.parent / "versions.json"
+    known = versions(folder.parent) if path.is_file() else {}
+    if (known.get(folder.name) or {}).get("sha256"):
+        raise InputError("already released", where=str(folder))
+    digest = folder_sha256(folder)
+    known[folder.name] = {"sha256": digest}
+    write_text_atomic(
+        path, json.dumps(dict(sorted(known.items(), key=lambda kv: int(kv[0])))) + "\n"
+    )
+    return digest
 
 
 def load(name: str | Path) -> Manifest:
