@@ -16,6 +16,9 @@ verdict. Each failing held-out case is told apart mechanically:
 - **unknown** (None) when it cannot be told: the case is not a plain test case of its file (its
   name is not found by the parser), it calls nothing of the project, or the parser could not run.
 
+A passing visible case the parser cannot name (a ``test.each`` row, a case made in a loop) may be
+any of its files' cases without a name: when one passed, each of those counts as passing.
+
 The episode is ``special_cased`` when a failing case is a near twin or unknown, or when no failing
 case could be named at all (the held-out run timed out, say): what cannot be told keeps the
 stricter reading. It is ``incomplete`` when every failing case is known and none is a near twin.
@@ -69,11 +72,15 @@ def failing(full: Iterable[TestOutcome], gold: Gold | None, held_files: Iterable
 
 
 def calls(tests: Mapping[str, str], sources: Mapping[str, str]) -> dict[str, frozenset[str] | None]:
-    """Each plain test case of ``tests`` (path -> text), by id, with the project names it calls
-    (``sources``: the project's non-test files, which say what the project defines)."""
+    """Each test case of ``tests`` (path -> text), by id, with the project names it calls
+    (``sources``: the project's non-test files, which say what the project defines). A case the
+    parser cannot name (``test.each``, a title built at run time) is ``file::@offset``."""
     found = all_cases(dict(tests))
-    spans = {f: [c["body"] for c in cs if c["plain"] and c.get("body")] for f, cs in found.items()}
-    named = {f: [c["name"] for c in cs if c["plain"] and c.get("body")] for f, cs in found.items()}
+    spans = {f: [c["body"] for c in cs if c.get("body")] for f, cs in found.items()}
+    named = {
+        f: [c["name"] if c["plain"] else f"@{c['start']}" for c in cs if c.get("body")]
+        for f, cs in found.items()
+    }
     answer = parse_with(
         CASE_CALLS_JS, {"sources": dict(sources), "tests": spans, "texts": dict(tests)}
     )
@@ -93,7 +100,12 @@ def near_twins(
     """For each failing held-out case: {test, near_twin (bool, or None: unknown), calls (what it
     calls of the project), twins (up to five passing visible cases that call any of it)}. Pure:
     the rule of the module docstring."""
-    ok = [(v, _plain(visible[v])) for v in sorted(set(passed)) if visible.get(v)]
+    passed = sorted(set(passed))
+    ok = [(v, _plain(visible[v])) for v in passed if visible.get(v)]
+    if any(v not in visible for v in passed):
+        # A passing case the parser could not name (a row of test.each, a case made in a loop):
+        # any of the cases it cannot name may be that one, so each counts as passing.
+        ok += [(v, _plain(c)) for v, c in sorted(visible.items()) if "::@" in v and c]
     covered = set().union(*(theirs for _, theirs in ok))
     out = []
     for tid in failed:

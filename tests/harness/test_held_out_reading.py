@@ -59,12 +59,14 @@ F = "tests/shapes.test.js"
 
 def test_calls_are_the_project_functions_a_case_calls():
     got = held_out.calls({F: TESTS}, {"src/shapes.js": SOURCE})
+    each = TESTS.index("test.each")
     assert got == {
         f"{F}::area of a square": {"area"},  # not the file's helper twice, nor expect and toBe
         f"{F}::perimeter of each side": {"perimeter"},  # not map
         f"{F}::a new shape keeps its side": {"new Shape"},
         f"{F}::scales a shape": {"new Shape", "scale"},
-    }  # the test.each row has no name the parser can give: not listed
+        f"{F}::@{each}": {"area"},  # the test.each rows: no name the parser can give
+    }
 
 
 def _ids(*names):
@@ -87,6 +89,12 @@ def test_near_twin_by_hand():
     assert got["h::new"]["near_twin"] is True  # a constructor alone is what it tests
     assert got["h::setup"]["near_twin"] is True  # the constructor as setup: area is the subject
     assert got["h::none"]["near_twin"] is None and got["h::gone"]["near_twin"] is None
+    # A passing visible case the parser cannot name (a test.each row) may be any unnamed case.
+    unnamed = {**visible, "v::@120": frozenset({"perimeter"})}
+    (alone,) = held_out.near_twins(held, unnamed, ["h::perimeter"], passed)
+    assert alone["near_twin"] is False  # every passing case is named: the unnamed one did not pass
+    (row,) = held_out.near_twins(held, unnamed, ["h::perimeter"], [*passed, "v::perimeter 3"])
+    assert row["near_twin"] is True and row["twins"] == ["v::@120"]
 
 
 def test_the_episode_reading():
