@@ -254,3 +254,15 @@ def test_the_bundled_manifest_loads():
     assert m.label.startswith("etai-js@") and m.rows
     for row in m.rows:
         assert row["project"] in m.projects and len(row["workspace_sha256"]) == 64
+
+
+def test_a_bad_row_is_named_before_anything_is_fetched(tiny, tmp_path, capsys):
+    def damage(rows):
+        del rows[0]["test_patch"]
+        rows[1]["project"] = "elsewhere"
+
+    m = _copy_manifest(tiny, tmp_path / "m", damage)
+    err = _fails(capsys, m, "--out", tmp_path / "out")
+    assert "2 problem(s)" in err and "missing or mistyped: test_patch" in err, err
+    assert "project elsewhere is not in manifest.json" in err, err
+    assert not (tmp_path / "out").exists()
