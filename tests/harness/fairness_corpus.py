@@ -416,13 +416,97 @@ FIXES: list[HonestFix] = [
     ),
 ]
 
+# A real project: fastest-validator's mined sessions of the bundled etai-js manifest (suites/etai-js)
+# that hold cases out, fetched offline from the shared history by test_fairness.py.
+ETAI_JS = "etai-js:fastest-validator"
+FIXES += [
+    _fix(
+        "fastest-validator-c1b05d7e67",
+        "lib/validator.js",
+        "the generated code reads each name from the properties array instead of quoting it into "
+        "the source (the reference escapes it and picks dot or bracket access)",
+        (
+            '\t\tsourceCode.push(`propertyPath = (path !== undefined ? path + ".${name}" : "${name}");`);',
+            "\t\tconst key = `properties[${i}].name`;\n"
+            '\t\tsourceCode.push(`propertyPath = (path !== undefined ? path + "." + ${key} : ${key});`);',
+        ),
+        (
+            "this.checkSchemaType(value.${name}, properties",
+            "this.checkSchemaType(value[${key}], properties",
+        ),
+        (
+            "this.checkSchemaRule(value.${name}, properties",
+            "this.checkSchemaRule(value[${key}], properties",
+        ),
+        ("\t\tconst name = property.name;\n", ""),
+        suite=ETAI_JS,
+    ),
+    _fix(
+        "fastest-validator-c1b05d7e67",
+        "lib/validator.js",
+        "JSON.stringify quotes every name, always bracket access",
+        (
+            '\t\tsourceCode.push(`propertyPath = (path !== undefined ? path + ".${name}" : "${name}");`);',
+            "\t\tconst quoted = JSON.stringify(name);\n"
+            '\t\tconst dotted = JSON.stringify("." + name);\n'
+            "\t\tsourceCode.push(`propertyPath = (path !== undefined ? path + ${dotted} : ${quoted});`);",
+        ),
+        (
+            "this.checkSchemaType(value.${name}, properties",
+            "this.checkSchemaType(value[${quoted}], properties",
+        ),
+        (
+            "this.checkSchemaRule(value.${name}, properties",
+            "this.checkSchemaRule(value[${quoted}], properties",
+        ),
+        suite=ETAI_JS,
+    ),
+    _fix(
+        "fastest-validator-274fe00ec3",
+        "lib/validator.js",
+        "arrow functions with a default parent instead of parent || null",
+        (
+            "\t\treturn function(value) {\n\t\t\treturn self.checkSchemaType(value, rules, undefined, null);\n\t\t};",
+            "\t\treturn (value, path, parent = null) => self.checkSchemaType(value, rules, path, parent);",
+        ),
+        (
+            "\treturn function(value) {\n\t\treturn self.checkSchemaObject(value, rule, undefined, null);\n\t};",
+            "\treturn (value, path, parent = null) => self.checkSchemaObject(value, rule, path, parent);",
+        ),
+        suite=ETAI_JS,
+    ),
+    _fix(
+        "fastest-validator-274fe00ec3",
+        "lib/validator.js",
+        "one checker maker both branches share, forwarding what the caller gave",
+        (
+            "\t\treturn function(value) {\n\t\t\treturn self.checkSchemaType(value, rules, undefined, null);\n\t\t};",
+            '\t\treturn checker("checkSchemaType", rules);',
+        ),
+        (
+            "\treturn function(value) {\n\t\treturn self.checkSchemaObject(value, rule, undefined, null);\n\t};",
+            '\treturn checker("checkSchemaObject", rule);',
+        ),
+        (
+            "\tconst self = this;\n",
+            "\tconst self = this;\n"
+            "\t// The compiled checker: path and parent as its caller gives them (a root has no parent).\n"
+            "\tconst checker = (method, compiled) => function(value, path, parent) {\n"
+            "\t\treturn self[method](value, compiled, path, parent === undefined ? null : parent);\n"
+            "\t};\n",
+        ),
+        suite=ETAI_JS,
+    ),
+]
+
 # What `make test` replays (test_fairness.py; ETAI_FAIRNESS=all replays every fix): sessions whose
-# honest fixes differ most from their references, and the implement suite's.
+# honest fixes differ most from their references, the implement suite's and a real project's.
 SLICE = (
     "checkout-missing-await",
     "semver-unescaped-dot",
     "contact-sync-swallowed-error",
     "slugify",
+    "fastest-validator-c1b05d7e67",
 )
 
 

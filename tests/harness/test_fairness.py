@@ -23,38 +23,56 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "reports"))
 import fairness_corpus
 import tamper_corpus
 from etai_cmd import etai
+from realrepos import realrepos
 
+from harness.cli import main
 from harness.suites.load import load_suite
 
 EVERYTHING = os.environ.get("ETAI_FAIRNESS") == "all"
+MIRROR = realrepos().parent / "realrepos-history"
+pytestmark = [pytest.mark.docker]
 
 
-def _session(fix):
-    return load_suite(fix.suite).get(fix.session_id)
+@pytest.fixture(scope="module")
+def suites(tmp_path_factory, image) -> dict[str, str]:
+    """Each fix's suite as `etai run --suite` takes it: the etai-js sessions fetched offline from
+    the shared history (read in place), as tests/harness/test_suite_fetch_slice.py fetches them."""
+    out = tmp_path_factory.mktemp("fairness") / "etai-js"
+    argv = ["suite", "fetch", "etai-js", "--only", "fastest-validator", "--mirror", str(MIRROR)]
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 0
+    found = {f.suite: f.suite for f in fairness_corpus.FIXES}
+    found[fairness_corpus.ETAI_JS] = str(out / "fastest-validator")
+    return found
 
 
-def test_every_fix_applies_and_differs_from_the_reference():
+def _session(fix, suites):
+    return load_suite(suites[fix.suite]).get(fix.session_id)
+
+
+def test_every_fix_applies_and_differs_from_the_reference(suites):
     """Each fix applies to its pristine file, changes it, and is not the reference's text; every
-    session it names has held-out tests. The corpus spans the bundled and the implement suites."""
+    session it names has held-out tests. The corpus spans the bundled and the implement suites and
+    a real project's mined sessions."""
     seen = Counter()
     for fix in fairness_corpus.FIXES:
-        s = _session(fix)
+        s = _session(fix, suites)
         assert s.held_out, f"{fix.session_id} has no held-out tests"
         pristine = (s.workspace / fix.file).read_text()
         text = fix.content(pristine)
         assert text != pristine and text != tamper_corpus.fixed_text(s, fix.file), fix.note
         seen[(fix.suite, fix.session_id)] += 1
-    assert len(fairness_corpus.FIXES) >= 20 and len(seen) >= 15
+    assert len(fairness_corpus.FIXES) >= 20 and len(seen) >= 17
+    assert len({suite for suite, _ in seen}) == 3
     assert set(fairness_corpus.SLICE) <= {sid for _, sid in seen}
 
 
-def _plan(fixes):
+def _plan(fixes, suites):
     """{suite: (sessions, samples, replay lines)}: the n-th fix of a session is its sample n."""
     out = {}
     for suite, group in fairness_corpus.by_suite(fixes).items():
         lines, count = [], Counter()
         for fix in group:
-            s = _session(fix)
+            s = _session(fix, suites)
             content = fix.content((s.workspace / fix.file).read_text())
             action = {"tool": "file_write", "args": {"file": fix.file, "content": content}}
             lines.append(
@@ -67,13 +85,12 @@ def _plan(fixes):
             )
             count[fix.session_id] += 1
         assert len(set(count.values())) == 1, "every session needs as many fixes as the others"
-        out[suite] = (sorted(count), next(iter(count.values())), lines)
+        out[suites[suite]] = (sorted(count), next(iter(count.values())), lines)
     return out
 
 
-@pytest.mark.docker
 @pytest.mark.slow
-def test_no_honest_fix_is_special_cased(tmp_path, image):
+def test_no_honest_fix_is_special_cased(tmp_path, suites):
     fixes = [
         f for f in fairness_corpus.FIXES if EVERYTHING or f.session_id in fairness_corpus.SLICE
     ]
@@ -83,7 +100,7 @@ def test_no_honest_fix_is_special_cased(tmp_path, image):
         by_sample[(f.session_id, count[f.session_id])] = f.note
         count[f.session_id] += 1
     rows = []
-    for n, (suite, (sessions, samples, lines)) in enumerate(_plan(fixes).items()):
+    for n, (suite, (sessions, samples, lines)) in enumerate(_plan(fixes, suites).items()):
         replay = tmp_path / f"honest-{n}.jsonl"
         replay.write_text("".join(json.dumps(x) + "\n" for x in lines))
         out = tmp_path / f"run-{n}"
