@@ -165,3 +165,33 @@ def test_tokens_name_a_file_and_its_content_under_this_machines_secret(tmp_path,
     with pytest.raises(Exception, match="32-byte"):
         transforms.file_keys(enc, scope)
     assert json.loads(scope) == ["img", "/deps", []]
+
+
+@pytest.mark.docker
+def test_no_token_is_within_the_sandbox_users_reach(tmp_path, make_project, image, monkeypatch):
+    """The tokens travel over the runner's pipe and its hosts' IPC channels only: not in any
+    environment, command line or file the sandbox user can read (with them, code under test could
+    name its own session's entries, which is harmless; the machine's secret never leaves here)."""
+    from harness import sandbox
+    from harness.session.workspace import workspace_files
+
+    monkeypatch.setenv("ETAI_CACHE", str(tmp_path / "cache"))
+    dump = (  # what a test and a process it starts have in their environment, where both can write
+        "const { execSync } = require('child_process');\nconst fs = require('fs');\n"
+        "test('env', () => { fs.writeFileSync(`${require('os').tmpdir()}/env-${process.pid}`,"
+        " JSON.stringify(process.env) + execSync('env')); });\n"
+    )
+    root = make_project(tmp_path / "ws", {**FILES, "tests/env.test.js": dump})
+    with sandbox.start("docker", root, limits=LIMITS) as sb:
+        take_baseline(sb, sb.test_files)  # its hosts have been told the tokens
+        scope = transforms.scope(sb.image, sb.limits.node_modules, sb.limits.env)  # as init's
+        secrets = [*transforms.file_keys(workspace_files(root), scope).values()]
+        secrets.append(transforms.secret().hex())
+        looked = sb.exec(["sh", "-c", "cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline | tr '\\0' '\\n'"], timeout=60)  # fmt: skip
+        grep = ["grep", "-rlsF", "/scratch", "/tmp", "-e"]  # every file there it can read
+        found = sb.exec([*grep, "\n".join(secrets)], timeout=60)
+        canary = sb.exec([*grep, "a - b", "-e", "ETAI_WORKSPACE"], timeout=60)  # what it reaches
+    assert "ETAI_WORKSPACE=" in looked.stdout  # the environments were read
+    assert not [s for s in secrets if s in looked.stdout]
+    assert "/scratch/ws/src/add.js" in canary.stdout and "/env-" in canary.stdout, canary
+    assert not found.stdout, found
