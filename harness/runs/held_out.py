@@ -31,6 +31,7 @@ same tree and walk).
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -154,17 +155,20 @@ def classify(
     return near_twins(held, visible, failed, visible_passed)
 
 
-# Per session content: a run's episodes of one session share its parse (sessions are not hashable).
+# Per session content: a run's episodes of one session share its parse (sessions are not hashable;
+# episodes run in threads).
 _CACHE: dict[str, tuple[dict, dict]] = {}
+_LOCK = threading.Lock()
 
 
 def _session_calls(session: Session) -> tuple[dict, dict]:
     key = f"{session.session_id}:{session.content_hash}"
-    if key not in _CACHE:
-        if len(_CACHE) >= 64:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = _parse_session(session)
-    return _CACHE[key]
+    with _LOCK:
+        if key not in _CACHE:
+            if len(_CACHE) >= 64:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[key] = _parse_session(session)
+        return _CACHE[key]
 
 
 def _parse_session(session: Session) -> tuple[dict, dict]:

@@ -372,7 +372,8 @@ def _play(
         if full.green:
             row["steps_to_green"] = next((i for i, st in greens if st == final_state), None)
         elif not row["tamper"]:
-            _held_out_failed(row, session, base, visible, full)
+            with _timed(row, "verify"):
+                _held_out_failed(row, session, base, visible, full)
     row["verification"] = verdict.to_dict()
     row["checks"] = list(verdict.checks)
     transcript = getattr(episode, "transcript", None)  # a text agent's prompts and raw outputs
