@@ -648,8 +648,12 @@ const handlers = {
     for (const [name, b64] of Object.entries(req.files || {})) {
       writeFileSafe(resolvePath(name, { mustExist: false, write: true }), Buffer.from(b64, 'base64'));
     }
-    // A baseline commit so git_diff/git_status show exactly what the agent changed.
+    // A baseline commit so git_diff/git_status show exactly what the agent changed. A suite's
+    // dependencies (a read-only mount no tool writes) stay out of it: hashing thousands of their
+    // files went past git's deadline on a busy machine.
     git(['init', '-q']);
+    fs.mkdirSync(path.join(WS, '.git', 'info'), { recursive: true });
+    fs.appendFileSync(path.join(WS, '.git', 'info', 'exclude'), '/node_modules\n');
     git(['add', '-A']);
     git(['-c', 'commit.gpgsign=false', 'commit', '-q', '--allow-empty', '-m', 'etai baseline']);
     transformKeys = req.transform_keys && typeof req.transform_keys === 'object' ? req.transform_keys : null;
