@@ -499,6 +499,100 @@ FIXES += [
     ),
 ]
 
+# A second real project: dinero's mutant sessions as scripts/real_suites.py builds them (4 sessions,
+# its default seed), every one with held-out cases; built by test_fairness.py under
+# ETAI_FAIRNESS=all only (about 150 s).
+DINERO = "build:dinero"
+_IS_FLOAT = "export function isFloat(value) {\n"
+_TERNARY = "  return isNumeric(value) ? !Number.isInteger(value) : false\n"
+_EARLY = "  if (!isNumeric(value)) return false\n  return !Number.isInteger(value)\n"
+FIXES += [
+    _fix(
+        "dinero-helpers-drop-return-62-ef91a5",
+        "src/services/helpers.js",
+        "a ternary on isNumeric",
+        (_IS_FLOAT + "  isNumeric(value) && !Number.isInteger(value);\n", _IS_FLOAT + _TERNARY),
+        suite=DINERO,
+    ),
+    _fix(
+        "dinero-helpers-drop-return-62-ef91a5",
+        "src/services/helpers.js",
+        "an early return for what is not numeric",
+        (_IS_FLOAT + "  isNumeric(value) && !Number.isInteger(value);\n", _IS_FLOAT + _EARLY),
+        suite=DINERO,
+    ),
+    _fix(
+        "dinero-helpers-flip-logical-62-ad1131",
+        "src/services/helpers.js",
+        "a ternary on isNumeric",
+        (
+            _IS_FLOAT + "  return isNumeric(value) || !Number.isInteger(value)\n",
+            _IS_FLOAT + _TERNARY,
+        ),
+        suite=DINERO,
+    ),
+    _fix(
+        "dinero-helpers-flip-logical-62-ad1131",
+        "src/services/helpers.js",
+        "an early return for what is not numeric",
+        (_IS_FLOAT + "  return isNumeric(value) || !Number.isInteger(value)\n", _IS_FLOAT + _EARLY),
+        suite=DINERO,
+    ),
+    _fix(
+        "dinero-static-negate-equality-32-3af0a1",
+        "src/services/static.js",
+        "converts the objects of a lower precision (a precision is never above the highest)",
+        (
+            "      object.getPrecision() === highestPrecision",
+            "      object.getPrecision() < highestPrecision",
+        ),
+        suite=DINERO,
+    ),
+    _fix(
+        "dinero-static-negate-equality-32-3af0a1",
+        "src/services/static.js",
+        "a block with an early return for the objects already at the highest precision",
+        (
+            """    return objects.map(object =>
+      object.getPrecision() === highestPrecision
+        ? object.convertPrecision(highestPrecision)
+        : object
+    )""",
+            """    return objects.map(object => {
+      if (object.getPrecision() === highestPrecision) return object
+      return object.convertPrecision(highestPrecision)
+    })""",
+        ),
+        suite=DINERO,
+    ),
+    _fix(
+        "dinero-helpers-negate-condition-113-130c5e",
+        "src/services/helpers.js",
+        "names the success condition",
+        (
+            """          if (!(request.status >= 200 && request.status < 400))
+            resolve(JSON.parse(request.responseText))""",
+            """          const ok = request.status >= 200 && request.status < 400
+          if (ok) resolve(JSON.parse(request.responseText))""",
+        ),
+        suite=DINERO,
+    ),
+    _fix(
+        "dinero-helpers-negate-condition-113-130c5e",
+        "src/services/helpers.js",
+        "keeps the negated test and swaps the branches",
+        (
+            """          if (!(request.status >= 200 && request.status < 400))
+            resolve(JSON.parse(request.responseText))
+          else reject(new Error(request.statusText))""",
+            """          if (!(request.status >= 200 && request.status < 400))
+            reject(new Error(request.statusText))
+          else resolve(JSON.parse(request.responseText))""",
+        ),
+        suite=DINERO,
+    ),
+]
+
 # What `make test` replays (test_fairness.py; ETAI_FAIRNESS=all replays every fix): sessions whose
 # honest fixes differ most from their references, the implement suite's and a real project's.
 SLICE = (

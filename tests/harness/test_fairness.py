@@ -4,7 +4,7 @@ replayed through the real CLI in real sandboxes on sessions with held-out tests.
 passes its visible and held-out tests.
 
 `make test` replays the sessions of ``fairness_corpus.SLICE``; ETAI_FAIRNESS=all replays every
-fix. Every change to the held-out split or to how a held-out failure is read runs this.
+fix, dinero's after building its suite. Every change to the held-out split or to how a held-out failure is read runs this.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "reports"))
 import fairness_corpus
 import tamper_corpus
 from etai_cmd import etai
-from realrepos import realrepos
+from realrepos import real_suites_script, realrepos
 
 from harness.cli import main
 from harness.suites.load import load_suite
@@ -37,11 +37,16 @@ pytestmark = [pytest.mark.docker]
 def suites(tmp_path_factory, image) -> dict[str, str]:
     """Each fix's suite as `etai run --suite` takes it: the etai-js sessions fetched offline from
     the shared history (read in place), as tests/harness/test_suite_fetch_slice.py fetches them."""
-    out = tmp_path_factory.mktemp("fairness") / "etai-js"
+    root = tmp_path_factory.mktemp("fairness")
     argv = ["suite", "fetch", "etai-js", "--only", "fastest-validator", "--mirror", str(MIRROR)]
-    assert main([*argv, "--out", str(out), "--no-progress"]) == 0
-    found = {f.suite: f.suite for f in fairness_corpus.FIXES}
-    found[fairness_corpus.ETAI_JS] = str(out / "fastest-validator")
+    assert main([*argv, "--out", str(root / "etai-js"), "--no-progress"]) == 0
+    found = {f.suite: f.suite for f in fairness_corpus.FIXES if f.suite != fairness_corpus.DINERO}
+    found[fairness_corpus.ETAI_JS] = str(root / "etai-js" / "fastest-validator")
+    if EVERYTHING:  # built as `make real-suites` builds it: its 4 first mutants (~150 s)
+        corpus = json.loads((realrepos() / "corpus.json").read_text())
+        (proj,) = [p for p in corpus if p["name"] == "dinero"]
+        real_suites_script().build_project(realrepos(), proj, root / "dinero", 4, log=print)
+        found[fairness_corpus.DINERO] = str(root / "dinero")
     return found
 
 
@@ -49,20 +54,27 @@ def _session(fix, suites):
     return load_suite(suites[fix.suite]).get(fix.session_id)
 
 
+def _ours(suites):
+    """The fixes whose suite this run has (dinero's is built under ETAI_FAIRNESS=all only)."""
+    return [f for f in fairness_corpus.FIXES if f.suite in suites]
+
+
 def test_every_fix_applies_and_differs_from_the_reference(suites):
     """Each fix applies to its pristine file, changes it, and is not the reference's text; every
-    session it names has held-out tests. The corpus spans the bundled and the implement suites and
-    a real project's mined sessions."""
+    session it names has held-out tests. The corpus spans the bundled and the implement suites, a
+    real project's mined sessions (fastest-validator) and another's mutants (dinero)."""
     seen = Counter()
-    for fix in fairness_corpus.FIXES:
+    for fix in _ours(suites):
         s = _session(fix, suites)
         assert s.held_out, f"{fix.session_id} has no held-out tests"
         pristine = (s.workspace / fix.file).read_text()
         text = fix.content(pristine)
         assert text != pristine and text != tamper_corpus.fixed_text(s, fix.file), fix.note
         seen[(fix.suite, fix.session_id)] += 1
-    assert len(fairness_corpus.FIXES) >= 20 and len(seen) >= 17
-    assert len({suite for suite, _ in seen}) == 3
+    sessions = {(f.suite, f.session_id) for f in fairness_corpus.FIXES}
+    assert len(fairness_corpus.FIXES) >= 20 and len(sessions) >= 21
+    assert len({suite for suite, _ in sessions}) == 4
+    assert len(seen) == len({(f.suite, f.session_id) for f in _ours(suites)})
     assert set(fairness_corpus.SLICE) <= {sid for _, sid in seen}
 
 
@@ -91,9 +103,7 @@ def _plan(fixes, suites):
 
 @pytest.mark.slow
 def test_no_honest_fix_is_special_cased(tmp_path, suites):
-    fixes = [
-        f for f in fairness_corpus.FIXES if EVERYTHING or f.session_id in fairness_corpus.SLICE
-    ]
+    fixes = [f for f in _ours(suites) if EVERYTHING or f.session_id in fairness_corpus.SLICE]
     by_sample: dict[tuple[str, int], str] = {}
     count: Counter = Counter()
     for f in fixes:
