@@ -31,6 +31,7 @@ Usage: python scripts/differential.py [--paths a,b] [--suite DIR ...] [--techniq
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -231,8 +232,15 @@ def run_arm(arm: str, episodes: list[Episode], workers: int, tmp: Path, done, re
     regression = "whole" if arm == "scoped_regression" else "related"
     suites = {id(ep.suite): ep.suite for ep in episodes}
     flights: dict[str, dict] = {}
-    for st in suites.values():
-        flights.update(local_preflights(st, workers=workers, progress=False, regression=regression))
+    for sid, st in suites.items():
+        # The preflights of the sessions this arm runs, not of every session of the suite.
+        wanted = {ep.session.session_id for ep in episodes if id(ep.suite) == sid}
+        part = dataclasses.replace(
+            st, sessions=tuple(s for s in st.sessions if s.session_id in wanted)
+        )
+        flights.update(
+            local_preflights(part, workers=workers, progress=False, regression=regression)
+        )
     by_suite: dict[int, list[Episode]] = {}
     for ep in episodes:
         by_suite.setdefault(id(ep.suite), []).append(ep)
