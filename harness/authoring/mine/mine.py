@@ -36,7 +36,7 @@ from harness.grading import jest
 from harness.grading.verify import take_baseline, verify
 from harness.runs.results import RunFolder, write_json_atomic, write_text_atomic
 from harness.sandbox import Limits, provider
-from harness.sandbox.deps import has_lockfile, node_modules, resolve_lockfile
+from harness.sandbox.deps import has_lockfile, lockfile_digest, node_modules, resolve_lockfile
 from harness.session.workspace import MAX_WORKSPACE_BYTES, workspace_paths
 
 _DEPS_FILES = ("package.json", "package-lock.json", "npm-shrinkwrap.json", ".npmrc")
@@ -88,13 +88,13 @@ def mine(
     out = Path(out).resolve()
     t0 = time.monotonic()
     with RunFolder(out):
-        deps = _deps(repo, found[-1].sha, out / "deps", opts, log)
+        done = read_rows(out / "commits.jsonl", "commit")
+        deps, digest = _deps(repo, found[-1].sha, out / "deps", opts, log, resumed=len(done))
         limits = Limits(
             memory_mb=MEMORY_MB, timeout_s=opts.timeout_s, env=opts.env, node_modules=str(deps)
         )
         write_text_atomic(out / "suite.yaml", _suite_yaml(name, opts, 3))
         provider(opts.sandbox).prune()  # what a killed mine left, as a run's prepare does
-        done = read_rows(out / "commits.jsonl", "commit")
         todo = [c for c in found if c.sha not in done]
         kept = sum(1 for r in done.values() if r["verdict"] == "kept")
         bar = progress_bar(len(found), "commits", enabled=progress, unit="commit")
@@ -117,13 +117,57 @@ def mine(
         out / "sessions.jsonl", "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in sessions)
     )
     summary = _summary(name, list(done.values()), len(found), time.monotonic() - t0)
+    summary["deps_digest"] = digest  # the dependencies every verdict was reached with
     write_json_atomic(out / "summary.json", summary)
     return summary
 
 
-def _deps(repo: Path, newest: str, folder: Path, opts: MineOptions, log) -> Path:
-    """The suite's dependency folder (manifest + lockfile), installed once by digest."""
-    folder.mkdir(parents=True, exist_ok=True)
+def _deps(
+    repo: Path, newest: str, folder: Path, opts: MineOptions, log, *, resumed: int
+) -> tuple[Path, str]:
+    """The suite's dependency folder (manifest + lockfile), installed once by digest; and the digest.
+
+    The dependencies are part of every verdict (a commit whose tests do not run with them is left
+    out), so a mine resumes only with the dependencies its ``resumed`` verdicts were reached with:
+    other ones are an InputError before anything is installed or written."""
+    staged = folder.parent / ".deps-new"
+    shutil.rmtree(staged, ignore_errors=True)
+    staged.mkdir(parents=True)
+    try:
+        _stage_deps(repo, newest, staged, opts)
+        same_manifest = (folder / "package.json").is_file() and (
+            folder / "package.json"
+        ).read_bytes() == (staged / "package.json").read_bytes()
+        if not has_lockfile(staged) and same_manifest and has_lockfile(folder):
+            # the lockfile an earlier run resolved for this very manifest: a resume keeps it
+            shutil.rmtree(staged)
+            shutil.copytree(folder, staged)
+        if not has_lockfile(staged):
+            if not opts.resolve_lockfile:
+                raise InputError(
+                    "no package-lock.json for the suite's dependencies (--deps names a folder "
+                    "with one; --resolve-lockfile resolves one from package.json now)",
+                    where="--deps",
+                )
+            resolve_lockfile(staged, log=log)
+        digest = lockfile_digest(staged)
+        if resumed and has_lockfile(folder) and lockfile_digest(folder) != digest:
+            raise InputError(
+                f"{folder.parent} holds the verdicts of {resumed} commits reached with other "
+                f"dependencies (digest {lockfile_digest(folder)}; these are {digest}): mine into "
+                "another --out, or give the dependencies of that mine to resume it",
+                where="--deps",
+            )
+        installed = node_modules(staged, log=log)
+        shutil.rmtree(folder, ignore_errors=True)
+        staged.rename(folder)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+    return installed, digest
+
+
+def _stage_deps(repo: Path, newest: str, folder: Path, opts: MineOptions) -> None:
+    """The manifest and lockfile of ``--deps`` (or of the range's newest commit) into ``folder``."""
     if opts.deps:
         given = Path(opts.deps)
         if not (given / "package.json").is_file():
@@ -131,23 +175,14 @@ def _deps(repo: Path, newest: str, folder: Path, opts: MineOptions, log) -> Path
         for f in _DEPS_FILES:
             if (given / f).is_file():
                 shutil.copyfile(given / f, folder / f)
-    else:
-        for f in _DEPS_FILES:
-            try:
-                (folder / f).write_bytes(history.read(repo, newest, f))
-            except InputError:
-                continue
-        if not (folder / "package.json").is_file():
-            raise InputError(f"{newest[:10]} has no package.json", where="--range")
-    if not has_lockfile(folder):
-        if not opts.resolve_lockfile:
-            raise InputError(
-                "no package-lock.json for the suite's dependencies (--deps names a folder with "
-                "one; --resolve-lockfile resolves one from package.json now)",
-                where="--deps",
-            )
-        resolve_lockfile(folder, log=log)
-    return node_modules(folder, log=log)
+        return
+    for f in _DEPS_FILES:
+        try:
+            (folder / f).write_bytes(history.read(repo, newest, f))
+        except InputError:
+            continue
+    if not (folder / "package.json").is_file():
+        raise InputError(f"{newest[:10]} has no package.json", where="--range")
 
 
 def _skip_reason(c: history.Commit, opts: MineOptions) -> str | None:
