@@ -28,7 +28,7 @@ from harness.authoring import MEMORY_MB, eligibility
 from harness.authoring.build import held_out
 from harness.authoring.build.build import Box, append_row, failure_records, file_of, read_rows
 from harness.authoring.jest_config import JestAdditions, add_to_jest_config, additions
-from harness.authoring.mine import fix, history
+from harness.authoring.mine import fix, history, reasons
 from harness.authoring.record import replay_steps
 from harness.base.errors import ConfigIsCode, InputError, SandboxDead
 from harness.base.progress import bar as progress_bar
@@ -288,8 +288,8 @@ def _check(cand: Candidate, limits: Limits) -> dict[str, Any]:
 
 def _jest(box: Box, tests: list[str], timeout: float):
     r, answer = box.jest(tests, timeout)
-    if r.tamper:  # what the guard saw, for the row
-        return None, answer, r.reason or "tampered"
+    if r.tamper:  # what the guard refused, for the row
+        return None, answer, reasons.refused(r.tamper)
     if r.evidence != "nonce" or r.reason in ("timeout", "memory_limit"):
         return None, answer, r.reason or "no_result"
     return r, answer, None
@@ -325,9 +325,7 @@ def _runs(cand: Candidate, box: Box) -> dict[str, Any]:
             why = bad or r.reason
             return {"verdict": "does_not_run_at_commit", "why": why, "tail": _tail(answer)}
         if not any(t.status == "passed" for t in r.tests):  # e.g. an API the suite's Jest lacks
-            why = [x.get("execError") for x in answer["report"].get("testResults", [])]
-            why = [str(x) for x in why if x] or [f.message for f in r.failed_tests] or [r.reason]
-            return {"verdict": "nothing_passes_at_commit", "why": jest.plain(str(why[0]))[:300]}
+            return {"verdict": "nothing_passes_at_commit", "why": reasons.run_error(r, answer)}
         commit_runs.append({t.id: t.status for t in r.tests})
         for t in r.tests:
             if t.status == "passed":
@@ -419,8 +417,7 @@ def _session(cand: Candidate, box: Box, failures: list, verdict: dict[str, Any])
         return {"verdict": "reference_fails"}
     graded = verify(box.sb, base, verdict["verify_files"], timeout=opts.timeout_s)
     if not graded.green:
-        names = [f"{t['file']}::{t['name']}" for t in graded.failed_tests[:3]]
-        return {"verdict": "not_green_when_graded", "why": graded.reason, "tests": names}
+        return {"verdict": "not_green_when_graded", **reasons.graded_failures(graded)}
     sess: dict[str, Any] = {
         "session_id": sid,
         "intent": fix.intent(summary, f.message),
