@@ -282,3 +282,24 @@ def test_a_commit_whose_jest_config_cannot_be_written_is_left_out_with_why(tmp_p
     (c,) = history.commits(repo, "HEAD~1..HEAD")
     row = examine(repo, "p", c, opts, Limits(), tmp_path / "out", JestAdditions(("<rootDir>",)))
     assert row["verdict"] == "config_unreadable" and "cannot read it as JSON" in row["why"], row
+
+
+def test_the_eta_is_the_median_candidate_time_by_the_candidates_left(monkeypatch):
+    """Nine candidates of 5 s and one of 10 min: ten left take about 50 s at the median, where a
+    mean (or tqdm's rate after the slow one) says more than 15 min."""
+    import io
+
+    from harness.authoring.mine.mine import eta
+    from harness.base import progress
+
+    times = [5.0] * 9 + [600.0]
+    assert eta(times, 10) == "0:50"
+    assert eta([3600.0, 3600.0], 2) == "2:00:00" and eta(times, 0) == "0:00" and eta([], 3) == "?"
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    bar = progress.bar(20, "commits", unit="commit", own_eta=True)
+    bar.set_postfix_str(f"ETA {eta(times, 10)}", refresh=False)
+    bar.update(10)
+    bar.close()
+    last = err.getvalue().splitlines()[-1]
+    assert "10/20" in last and last.endswith(", ETA 0:50]") and "<" not in last, last

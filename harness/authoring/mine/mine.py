@@ -16,6 +16,7 @@ import dataclasses
 import json
 import random
 import shutil
+import statistics
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -97,8 +98,13 @@ def mine(
         provider(opts.sandbox).prune()  # what a killed mine left, as a run's prepare does
         todo = [c for c in found if c.sha not in done]
         kept = sum(1 for r in done.values() if r["verdict"] == "kept")
-        bar = progress_bar(len(found), "commits", enabled=progress, unit="commit")
+        bar = progress_bar(len(found), "commits", enabled=progress, unit="commit", own_eta=True)
         bar.update(len(found) - len(todo))
+        # Only candidates reach a sandbox (seconds each, the others none): the ETA is their median
+        # time by the candidates left, where tqdm's rate would follow the last slow ones.
+        tried = {c.sha for c in found if _skip_reason(c, opts) is None}
+        times = [done[s].get("seconds", 0.0) for s in tried if s in done]
+        left = sum(1 for c in todo if c.sha in tried)
         for c in todo:
             if opts.max_sessions is not None and kept >= opts.max_sessions:
                 break
@@ -108,6 +114,10 @@ def mine(
             append_row(out / "commits.jsonl", row)
             done[c.sha] = row
             kept += row["verdict"] == "kept"
+            if c.sha in tried:
+                times.append(row["seconds"])
+                left -= 1
+            bar.set_postfix_str(f"ETA {eta(times, left)}", refresh=False)
             bar.update(1)
         bar.close()
     sessions = [r["session"] for r in done.values() if r["verdict"] == "kept"]
@@ -120,6 +130,17 @@ def mine(
     summary["deps_digest"] = digest  # the dependencies every verdict was reached with
     write_json_atomic(out / "summary.json", summary)
     return summary
+
+
+def eta(times: list[float], left: int) -> str:
+    """The time the ``left`` candidates take at the median of the candidates' ``times`` so far."""
+    if not left:
+        return "0:00"
+    if not times:
+        return "?"
+    m, s = divmod(round(statistics.median(times) * left), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 def _deps(
