@@ -593,6 +593,89 @@ FIXES += [
     ),
 ]
 
+# A third real project: redux's mutant sessions as scripts/real_suites.py builds them (4 sessions,
+# its default seed), every one with held-out cases; built under ETAI_FAIRNESS=all only (~45 s).
+REDUX = "build:redux"
+_REPLACE = "  if (action.type === ActionTypes.REPLACE) return\n"
+_COMBINATION = "  return function combination(state = undefined, action) {\n"
+_COPY = "    if (nextListeners === currentListeners) {\n      nextListeners = currentListeners\n"
+FIXES += [
+    _fix(
+        "redux-combinereducers-drop-null-guard-53-1b5694",
+        "src/combineReducers.js",
+        "reads the type through a conditional first",
+        (
+            _REPLACE,
+            "  const type = action ? action.type : undefined\n"
+            "  if (type === ActionTypes.REPLACE) return\n",
+        ),
+        suite=REDUX,
+    ),
+    _fix(
+        "redux-combinereducers-drop-null-guard-53-1b5694",
+        "src/combineReducers.js",
+        "destructures the type from the action or an empty object",
+        (_REPLACE, "  const { type } = action || {}\n  if (type === ActionTypes.REPLACE) return\n"),
+        suite=REDUX,
+    ),
+    _fix(
+        "redux-combinereducers-wrong-default-145-d017fb",
+        "src/combineReducers.js",
+        "no default parameter: an undefined state becomes an empty object in the body",
+        (
+            _COMBINATION,
+            "  return function combination(state, action) {\n"
+            "    if (state === undefined) state = {}\n",
+        ),
+        suite=REDUX,
+    ),
+    _fix(
+        "redux-combinereducers-wrong-default-145-d017fb",
+        "src/combineReducers.js",
+        "a falsy state falls back to an empty object",
+        (
+            _COMBINATION,
+            "  return function combination(previous, action) {\n    const state = previous || {}\n",
+        ),
+        suite=REDUX,
+    ),
+    _fix(
+        "redux-index-wrong-export-34-e89a11",
+        "src/index.js",
+        "a second export statement for compose at the end of the file",
+        (
+            "  __DO_NOT_USE__ActionTypes\n}\n",
+            "  __DO_NOT_USE__ActionTypes\n}\n\nexport { compose }\n",
+        ),
+        suite=REDUX,
+    ),
+    _fix(
+        "redux-index-wrong-export-34-e89a11",
+        "src/index.js",
+        "re-exports compose from its module instead of the import",
+        ("import compose from './compose'\n", ""),
+        (
+            "  __DO_NOT_USE__ActionTypes\n}\n",
+            "  __DO_NOT_USE__ActionTypes\n}\n\nexport { default as compose } from './compose'\n",
+        ),
+        suite=REDUX,
+    ),
+    _fix(
+        "redux-createstore-mutate-in-place-75-de2ec6",
+        "src/createStore.js",
+        "a spread copy",
+        (_COPY, _COPY.replace("= currentListeners\n", "= [...currentListeners]\n")),
+        suite=REDUX,
+    ),
+    _fix(
+        "redux-createstore-mutate-in-place-75-de2ec6",
+        "src/createStore.js",
+        "Array.from",
+        (_COPY, _COPY.replace("= currentListeners\n", "= Array.from(currentListeners)\n")),
+        suite=REDUX,
+    ),
+]
+
 # What `make test` replays (test_fairness.py; ETAI_FAIRNESS=all replays every fix): sessions whose
 # honest fixes differ most from their references, the implement suite's and a real project's.
 SLICE = (

@@ -4,7 +4,7 @@ replayed through the real CLI in real sandboxes on sessions with held-out tests.
 passes its visible and held-out tests.
 
 `make test` replays the sessions of ``fairness_corpus.SLICE``; ETAI_FAIRNESS=all replays every
-fix, dinero's after building its suite. Every change to the held-out split or to how a held-out failure is read runs this.
+fix, dinero's and redux's after building their suites. Every change to the held-out split or to how a held-out failure is read runs this.
 """
 
 from __future__ import annotations
@@ -40,13 +40,15 @@ def suites(tmp_path_factory, image) -> dict[str, str]:
     root = tmp_path_factory.mktemp("fairness")
     argv = ["suite", "fetch", "etai-js", "--only", "fastest-validator", "--mirror", str(MIRROR)]
     assert main([*argv, "--out", str(root / "etai-js"), "--no-progress"]) == 0
-    found = {f.suite: f.suite for f in fairness_corpus.FIXES if f.suite != fairness_corpus.DINERO}
+    built = {fairness_corpus.DINERO: "dinero", fairness_corpus.REDUX: "redux"}
+    found = {f.suite: f.suite for f in fairness_corpus.FIXES if f.suite not in built}
     found[fairness_corpus.ETAI_JS] = str(root / "etai-js" / "fastest-validator")
-    if EVERYTHING:  # built as `make real-suites` builds it: its 4 first mutants (~150 s)
+    if EVERYTHING:  # as `make real-suites` builds them: their 4 first mutants (~150 s, ~45 s)
         corpus = json.loads((realrepos() / "corpus.json").read_text())
-        (proj,) = [p for p in corpus if p["name"] == "dinero"]
-        real_suites_script().build_project(realrepos(), proj, root / "dinero", 4, log=print)
-        found[fairness_corpus.DINERO] = str(root / "dinero")
+        for suite, name in built.items():
+            (proj,) = [p for p in corpus if p["name"] == name]
+            real_suites_script().build_project(realrepos(), proj, root / name, 4, log=print)
+            found[suite] = str(root / name)
     return found
 
 
@@ -55,14 +57,15 @@ def _session(fix, suites):
 
 
 def _ours(suites):
-    """The fixes whose suite this run has (dinero's is built under ETAI_FAIRNESS=all only)."""
+    """The fixes whose suite this run has (dinero's and redux's are built under ETAI_FAIRNESS=all
+    only)."""
     return [f for f in fairness_corpus.FIXES if f.suite in suites]
 
 
 def test_every_fix_applies_and_differs_from_the_reference(suites):
     """Each fix applies to its pristine file, changes it, and is not the reference's text; every
     session it names has held-out tests. The corpus spans the bundled and the implement suites, a
-    real project's mined sessions (fastest-validator) and another's mutants (dinero)."""
+    real project's mined sessions (fastest-validator) and two others' mutants (dinero, redux)."""
     seen = Counter()
     for fix in _ours(suites):
         s = _session(fix, suites)
@@ -72,8 +75,8 @@ def test_every_fix_applies_and_differs_from_the_reference(suites):
         assert text != pristine and text != tamper_corpus.fixed_text(s, fix.file), fix.note
         seen[(fix.suite, fix.session_id)] += 1
     sessions = {(f.suite, f.session_id) for f in fairness_corpus.FIXES}
-    assert len(fairness_corpus.FIXES) >= 20 and len(sessions) >= 21
-    assert len({suite for suite, _ in sessions}) == 4
+    assert len(fairness_corpus.FIXES) >= 20 and len(sessions) >= 25
+    assert len({suite for suite, _ in sessions}) == 5
     assert len(seen) == len({(f.suite, f.session_id) for f in _ours(suites)})
     assert set(fairness_corpus.SLICE) <= {sid for _, sid in seen}
 
