@@ -20,20 +20,45 @@ from pathlib import Path
 from harness.base.errors import InfraError, InputError
 from harness.sandbox.image import cache_dir
 
-# What npm reads besides the manifest and the lockfile (dinero's .npmrc sets legacy-peer-deps).
-_INSTALL_FILES = ("package.json", "package-lock.json", "npm-shrinkwrap.json", ".npmrc")
+# What the installers read besides the manifest and the lockfile (dinero's .npmrc sets
+# legacy-peer-deps; .yarnrc a yarn project's registry).
+INSTALL_FILES = (
+    "package.json", "package-lock.json", "npm-shrinkwrap.json", ".npmrc",
+    "yarn.lock", ".yarnrc", "pnpm-lock.yaml",
+)  # fmt: skip
+# Each lockfile with the installer that honours it, by the same rule as `npm ci`: exactly what the
+# lockfile pins, an error where it does not match the manifest, no lifecycle script run. npm's own
+# comes first; yarn 1 and pnpm are fetched from the npm registry by npx (the version range that
+# reads that lockfile format).
+_INSTALLERS = (
+    ("package-lock.json", ["ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]),
+    ("npm-shrinkwrap.json", ["ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]),
+    ("yarn.lock", ["exec", "--yes", "--", "yarn@1", "install", "--frozen-lockfile",
+                   "--ignore-scripts", "--non-interactive", "--no-progress", "--silent"]),
+    # hoisted: a plain node_modules folder as npm's, not links into a store outside it
+    ("pnpm-lock.yaml", ["exec", "--yes", "--", "pnpm@8", "install", "--frozen-lockfile",
+                        "--ignore-scripts", "--config.node-linker=hoisted", "--reporter=silent"]),
+)  # fmt: skip
+
+
+def lockfile(project: Path) -> str | None:
+    """The lockfile an install of ``project`` follows (None: it has none)."""
+    return next((f for f, _ in _INSTALLERS if (project / f).is_file()), None)
 
 
 def has_lockfile(project: Path) -> bool:
-    return any((project / f).is_file() for f in ("package-lock.json", "npm-shrinkwrap.json"))
+    return lockfile(project) is not None
 
 
 def lockfile_digest(project: Path) -> str:
     """Digest of what decides the install: manifest, lockfile, .npmrc. InputError without a lockfile."""
     if not has_lockfile(project):
-        raise InputError("no package-lock.json: `npm ci` needs a lockfile", where=str(project))
+        raise InputError(
+            "no package-lock.json (nor yarn.lock, pnpm-lock.yaml): an install needs a lockfile",
+            where=str(project),
+        )
     h = hashlib.sha256()
-    for f in _INSTALL_FILES:
+    for f in INSTALL_FILES:
         p = project / f
         h.update(f.encode() + b"\0" + (p.read_bytes() if p.is_file() else b"-") + b"\0")
     return h.hexdigest()[:16]
@@ -119,24 +144,30 @@ def node_modules(project: Path, *, log=lambda m: None) -> Path:
     target = cache_dir() / f"deps-{digest}"
     if (target / ".complete").is_file():
         return target / "node_modules"
-    log(f"installing dependencies of {project.name} (npm ci --ignore-scripts, one time)")
+    lock = lockfile(project)
+    args = dict(_INSTALLERS)[lock]
+    if lock == "yarn.lock" and "__metadata:" in (project / lock).read_text(errors="replace"):
+        raise InputError("a yarn 2+ lockfile: only yarn 1's is installed here", where=str(project))
+    log(f"installing dependencies of {project.name} ({lock}, scripts off, one time)")
     tmp = Path(tempfile.mkdtemp(prefix="deps-", dir=cache_dir()))
     try:
-        for f in _INSTALL_FILES:
+        for f in INSTALL_FILES:
             if (project / f).is_file():
                 shutil.copy2(project / f, tmp / f)
         pinned = _pin_dist_tags(tmp)
         if pinned:
             log(f"  dist-tags pinned to the lockfile's versions: {', '.join(pinned)}")
         r = subprocess.run(
-            [_npm(), "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
+            [_npm(), *args],
             cwd=tmp,
             capture_output=True,
             text=True,
             env={**os.environ, "npm_config_update_notifier": "false"},
         )
         if r.returncode != 0:
-            raise InfraError(f"npm ci in {project} failed:\n{(r.stderr or r.stdout)[-2000:]}")
+            raise InfraError(
+                f"installing {project}'s {lock} failed:\n{(r.stderr or r.stdout)[-2000:]}"
+            )
         # A project without dependencies gets no node_modules from npm; the sandbox mounts one.
         (tmp / "node_modules").mkdir(exist_ok=True)
         (tmp / ".complete").write_text(digest + "\n")

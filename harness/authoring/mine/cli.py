@@ -34,7 +34,8 @@ def add_parser(suite_sub) -> None:
     )  # fmt: skip
     m.add_argument(
         "--deps", default=None,
-        help="a folder with package.json and package-lock.json: the dependencies every session "
+        help="a folder with package.json and its lockfile (package-lock.json, yarn.lock or "
+        "pnpm-lock.yaml): the dependencies every session "
         "runs with (default: those of the range's newest commit)",
     )  # fmt: skip
     m.add_argument("--max", type=int, default=None, help="stop after N sessions (default: all)")

@@ -37,10 +37,14 @@ from harness.grading import jest
 from harness.grading.verify import take_baseline, verify
 from harness.runs.results import RunFolder, write_json_atomic, write_text_atomic
 from harness.sandbox import Limits, provider
-from harness.sandbox.deps import has_lockfile, lockfile_digest, node_modules, resolve_lockfile
+from harness.sandbox.deps import (
+    INSTALL_FILES,
+    has_lockfile,
+    lockfile_digest,
+    node_modules,
+    resolve_lockfile,
+)
 from harness.session.workspace import MAX_WORKSPACE_BYTES, workspace_paths
-
-_DEPS_FILES = ("package.json", "package-lock.json", "npm-shrinkwrap.json", ".npmrc")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,8 +170,9 @@ def _deps(
         if not has_lockfile(staged):
             if not opts.resolve_lockfile:
                 raise InputError(
-                    "no package-lock.json for the suite's dependencies (--deps names a folder "
-                    "with one; --resolve-lockfile resolves one from package.json now)",
+                    "no lockfile for the suite's dependencies (--deps names a folder with "
+                    "package-lock.json, yarn.lock or pnpm-lock.yaml; --resolve-lockfile "
+                    "resolves one from package.json now)",
                     where="--deps",
                 )
             resolve_lockfile(staged, log=log)
@@ -193,11 +198,11 @@ def _stage_deps(repo: Path, newest: str, folder: Path, opts: MineOptions) -> Non
         given = Path(opts.deps)
         if not (given / "package.json").is_file():
             raise InputError("no package.json in the folder", where="--deps")
-        for f in _DEPS_FILES:
+        for f in INSTALL_FILES:
             if (given / f).is_file():
                 shutil.copyfile(given / f, folder / f)
         return
-    for f in _DEPS_FILES:
+    for f in INSTALL_FILES:
         try:
             (folder / f).write_bytes(history.read(repo, newest, f))
         except InputError:
