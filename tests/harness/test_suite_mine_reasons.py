@@ -72,3 +72,37 @@ def test_the_first_error_lines_leave_out_headers_frames_and_colours():
     assert reasons.guarded(
         "TypeError: Cannot assign to read only property 'a' of object '#<Foo>'"
     ) == ("TypeError: Cannot assign to read only property 'a' of object '#<Foo>'")
+
+
+@pytest.mark.docker
+def test_a_fix_of_a_hang_is_kept_with_the_hang_as_the_failure(tmp_path, image, monkeypatch):
+    """A catastrophic regular expression hangs the parent's run past the per-run limit; the
+    commit's runs end at once: the hang counts as the test's failure and the fix is kept, where it
+    was left out as does_not_run (the sandbox's deadline is short here to keep the test small)."""
+    from harness.authoring.mine.mine import MineOptions, mine
+
+    repo, commit = _git_project(tmp_path, monkeypatch)
+    is_a, test = repo / "lib" / "is-a.js", repo / "test" / "is-a.test.js"
+    commit("is-a", {
+        is_a: "module.exports = (s) => /^(a+)+$/.test(s);\n",
+        test: "const isA = require('../lib/is-a');\n\ntest('aaa', () => expect(isA('aaa')).toBe(true));\n",
+    })  # fmt: skip
+    commit("fix: no catastrophic backtracking", {
+        is_a: "module.exports = (s) => /^a+$/.test(s);\n",
+        test: "const isA = require('../lib/is-a');\n\ntest('aaa', () => expect(isA('aaa')).toBe(true));\n"
+        "test('rejects a long almost-match at once', () => {\n"
+        "  expect(isA('a'.repeat(40) + 'b')).toBe(false);\n});\n",
+    })  # fmt: skip
+    opts = MineOptions(
+        rev_range="HEAD~1..HEAD", src=("lib",), runs=1, timeout_s=12, test_timeout_s=4
+    )
+    summary = mine(repo, tmp_path / "mined", opts, progress=False)
+    (row,) = [
+        json.loads(x) for x in (tmp_path / "mined" / "commits.jsonl").read_text().splitlines()
+    ]
+    assert summary["kept"] == 1, row
+    assert row["session"]["fail_to_pass"] == [
+        "test/is-a.test.js::aaa",
+        "test/is-a.test.js::rejects a long almost-match at once",
+    ], row
+    assert row["session"]["verify"] == {"test_files": ["test/is-a.test.js"]}, row

@@ -42,6 +42,12 @@ def add_parser(suite_sub) -> None:
     m.add_argument("--runs", type=int, default=3, help="runs R at the parent and the commit (3)")
     m.add_argument("--seed", type=int, default=0, help="instruction wording and held-out choice")
     m.add_argument(
+        "--test-timeout", type=float, default=None, metavar="S",
+        help="a run of the commit's tests at the parent past S seconds counts as their failure "
+        "when the commit runs them in a quarter of it: a hang the fix mends, as a catastrophic "
+        "regular expression's (default: the sandbox's deadline, 180)",
+    )  # fmt: skip
+    m.add_argument(
         "--src", action="append",
         help="source folder, file or pattern a fix may change (repeatable; default: src, lib, "
         "index.js, index.ts)",
@@ -85,6 +91,8 @@ def _mine(args: argparse.Namespace) -> int:
     from harness.sandbox import require_kind
 
     require_kind(args.sandbox)
+    if args.test_timeout is not None and args.test_timeout <= 0:
+        raise InputError(f"must be more than 0, got {args.test_timeout}", where="--test-timeout")
     for flag in ("max", "max_files", "max_hunks", "max_lines", "runs"):
         v = getattr(args, flag)
         if v is not None and v < 1:
@@ -99,6 +107,7 @@ def _mine(args: argparse.Namespace) -> int:
         rev_range=args.rev_range,
         max_sessions=args.max,
         runs=args.runs,
+        test_timeout_s=args.test_timeout,
         seed=args.seed,
         src=tuple(args.src or MineOptions.src),
         env=parse_env(args.env),

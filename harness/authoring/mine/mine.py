@@ -28,6 +28,7 @@ import yaml
 from harness.authoring import MEMORY_MB, eligibility
 from harness.authoring.build import held_out
 from harness.authoring.build.build import Box, append_row, failure_records, file_of, read_rows
+from harness.authoring.build.compose import Failure
 from harness.authoring.jest_config import JestAdditions, add_to_jest_config, additions
 from harness.authoring.mine import fix, history, reasons
 from harness.authoring.record import replay_steps
@@ -64,6 +65,11 @@ class MineOptions:
     until: str | None = None
     skip: tuple[str, ...] = ()  # commit ids (or prefixes) never tried
     timeout_s: float = 180.0
+    # A run of the commit's test files at the parent past this limit counts as a failure of each of
+    # its tests, where the commit runs them in a quarter of it: the hang is the bug that a fix of a
+    # catastrophic regular expression mends (_parent_runs). None: timeout_s, so that a run slow
+    # but not hung is never cut shorter than the sandbox's deadline would cut it.
+    test_timeout_s: float | None = None
     sandbox: str = "docker"
     held_out: str = "split"
     resolve_lockfile: bool = False
@@ -332,17 +338,13 @@ def _runs(cand: Candidate, box: Box) -> dict[str, Any]:
     if helpers:
         return {"verdict": "fix_in_test_helper", "files": helpers}
     timeout = opts.timeout_s
-    parent_runs, commit_runs, first = [], [], None
+    parent = _parent_runs(box, tests, opts)
+    if isinstance(parent, dict):
+        return parent
+    parent_runs, first, hung = parent
+    commit_runs: list[dict] = []
     asserts: dict[str, int] = {}  # each test's fewest passing assertions at the commit
-    for i in range(opts.runs):
-        r, answer, bad = _jest(box, tests, timeout)
-        if bad:
-            return {"verdict": "does_not_run", "why": bad, "tail": _tail(answer)}
-        parent_runs.append({t.id: t.status for t in r.tests})
-        if i == 0:
-            first = (r, answer)
-            if r.num_failed == 0 and not r.failed_tests:
-                return {"verdict": "no_failing_test"}
+    slowest = 0.0
     for f, text in after.items():
         box.sb.write_file(f, text.encode())
     for _ in range(opts.runs):
@@ -353,19 +355,70 @@ def _runs(cand: Candidate, box: Box) -> dict[str, Any]:
         if not any(t.status == "passed" for t in r.tests):  # e.g. an API the suite's Jest lacks
             return {"verdict": "nothing_passes_at_commit", "why": reasons.run_error(r, answer)}
         commit_runs.append({t.id: t.status for t in r.tests})
+        slowest = max(slowest, r.duration_s)
         for t in r.tests:
             if t.status == "passed":
                 asserts[t.id] = min(asserts.get(t.id, t.asserts), t.asserts)
     for f, text in before.items():
         box.sb.write_file(f, text.encode())
+    limit = opts.test_timeout_s or opts.timeout_s
+    if hung and slowest > limit / 4:
+        why = (
+            f"the parent's run passed the {limit:g} s limit and the commit's took "
+            f"{slowest:.1f} s: a slow run, not a hang that the fix mends"
+        )
+        return {"verdict": "does_not_run", "why": why}
     verdict = fail_to_pass(parent_runs, commit_runs)
     if "verdict" in verdict:
         return verdict
-    r, answer = first
-    failures = failure_records(
-        r, answer, set(verdict["fail_to_pass"]), answer.get("workspace") or "/scratch/ws"
-    )
+    f2p = set(verdict["fail_to_pass"])
+    if first is None:  # every run at the parent hung: each test's failure is that it did not end
+        failures = _hung(cand.work, f2p, limit)
+    else:
+        r, answer = first
+        failures = failure_records(r, answer, f2p, answer.get("workspace") or "/scratch/ws")
     return _session(cand, box, failures, {**verdict, "asserts": asserts})
+
+
+def _parent_runs(box: Box, tests: list[str], opts: MineOptions):
+    """The commit's tests at the parent, R times: (each run's statuses, the first run that
+    reported, how many runs passed ``test_timeout_s``), or a verdict. A run past the limit has no
+    test passing (each counts as failed); a test that passes in another run is then flaky."""
+    runs: list[dict] = []
+    first, hung = None, 0
+    for _ in range(opts.runs):
+        try:
+            r, answer, bad = _jest(box, tests, opts.test_timeout_s or opts.timeout_s)
+        except SandboxDead:  # the run took the sandbox with it (still at the parent's files)
+            box.restart()
+            r, answer, bad = None, {}, "timeout"
+        if bad == "timeout":
+            hung += 1
+            runs.append({})
+            continue
+        if bad:
+            return {"verdict": "does_not_run", "why": bad, "tail": _tail(answer)}
+        runs.append({t.id: t.status for t in r.tests})
+        if first is None:
+            first = (r, answer)
+            if r.num_failed == 0 and not r.failed_tests:
+                return {"verdict": "no_failing_test"}
+    return runs, first, hung
+
+
+def _hung(work: Path, tids: set[str], limit: float) -> list:
+    """Failures of tests whose run at the parent did not end within ``limit`` seconds, each placed
+    at the first line of its file that names it (1:1 where none does)."""
+    out = []
+    for tid in sorted(tids):
+        file, name = tid.split("::", 1)
+        lines = (work / file).read_text(encoding="utf-8", errors="replace").splitlines()
+        title = name.split(" ")[-1] if name else name
+        line = next((i for i, x in enumerate(lines, 1) if name in x), None) or next(
+            (i for i, x in enumerate(lines, 1) if title and title in x), 1
+        )
+        out.append(Failure(file, name, f"did not finish within {limit:g} s", line, 1))
+    return out
 
 
 def _tail(answer: dict) -> str:
