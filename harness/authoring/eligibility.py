@@ -1,6 +1,7 @@
 """Which killing test cases a suite may hold out (`etai suite build` and `etai suite mine`; the
-held-out tests of README.md). Pure functions over the cases' prints (build/case-print.js, listed
-by build/testcases.js); held_out.py runs the parser and applies the verdicts.
+held-out tests of docs/held-out-tests.md). Pure functions over the cases' prints
+(harness/grading/js/case-print.js, listed by testcases.js there); held_out.py runs the parser and
+applies the verdicts.
 
 A held-out case exists to catch code that special-cases the visible tests. It is held out only
 when all of these hold, checked in this order, and otherwise stays visible with its reason counted:

@@ -24,8 +24,8 @@ case could be named at all (the held-out run timed out, say): what cannot be tol
 stricter reading. It is ``incomplete`` when every failing case is known and none is a near twin.
 
 The cases and their calls come from the parser the eligibility rule uses
-(harness/authoring/build/testcases.js through ``held_out.all_cases``, and case-calls.js on the
-same tree and walk).
+(harness/grading/js/testcases.js through harness/grading/cases.py ``all_cases``, and case-calls.js
+beside it on the same tree and walk).
 """
 
 from __future__ import annotations
@@ -33,18 +33,15 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
-from harness.authoring.build.held_out import all_cases
-from harness.authoring.build.mutants import parse_with
 from harness.base.errors import EtaiError
+from harness.grading.cases import CASE_CALLS_JS, all_cases, parse_with
 from harness.grading.jest import TestOutcome
 from harness.grading.verify import Gold, is_protected
 from harness.session.model import Session
 from harness.session.workspace import workspace_paths
 
-CASE_CALLS_JS = Path(__file__).with_name("case-calls.js")
 _SOURCE = re.compile(r"\.[cm]?[jt]sx?$")
 # Project sources larger than this are not parsed for names (minified bundles, generated code).
 _MAX_SOURCE = 1_000_000

@@ -1,4 +1,4 @@
-"""harness/authoring/eligibility.py (with build/case-print.js, read through testcases.js): which
+"""harness/authoring/eligibility.py (with harness/grading/js/case-print.js, read through testcases.js): which
 killing cases a suite may hold out. Runs the host's node on the runner's @babel/parser (no
 sandbox); the rule through a real build is in test_suite_build_e2e.py."""
 

@@ -27,20 +27,13 @@ from pathlib import Path
 
 from harness.authoring import eligibility
 from harness.authoring.build.compose import Failure
-from harness.authoring.build.mutants import parse_with
+from harness.grading.cases import all_cases
 from harness.session.workspace import workspace_paths
-
-TESTCASES_JS = Path(__file__).with_name("testcases.js")
 
 
 def test_cases(files: dict[str, str]) -> dict[str, list[dict]]:
     """Each test file's plain test cases: {name, start, end, ...} (testcases.js)."""
     return {f: [c for c in found if c["plain"]] for f, found in all_cases(files).items()}
-
-
-def all_cases(files: dict[str, str]) -> dict[str, list[dict]]:
-    """Each test file's test cases, plain or not, with their prints (testcases.js)."""
-    return parse_with(TESTCASES_JS, files)
 
 
 def _plain(cases: dict[str, list[dict]]) -> dict[tuple[str, str], dict]:

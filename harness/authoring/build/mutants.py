@@ -7,15 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import subprocess
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from harness.base.errors import InfraError
+from harness.grading.cases import parse_with
 from harness.grading.verify import is_protected
-from harness.sandbox import image
 
 MUTATE_JS = Path(__file__).with_name("mutate.js")
 SOURCE_EXT = (".js", ".cjs", ".mjs", ".ts")
@@ -110,29 +107,6 @@ def source_files(base: Path, src: list[str]) -> dict[str, str]:
             ):
                 out[rel] = f.read_text(encoding="utf-8")
     return out
-
-
-def parser_module() -> Path:
-    """@babel/parser from the sandbox runner's locked install (Jest depends on it)."""
-
-    p = image.runner_dir() / "node_modules" / "@babel" / "parser"
-    if not p.is_dir():
-        raise InfraError(f"@babel/parser is missing from the runner's install ({p})")
-    return p
-
-
-def parse_with(script: Path, files: dict[str, str]) -> Any:
-    """What a parse-only node script of this folder answers for ``files`` (their text on stdin
-    with the parser's path; JSON on stdout), run with the host's node: no project code runs."""
-    r = subprocess.run(
-        ["node", str(script)],
-        input=json.dumps({"parser": str(parser_module()), "files": files}),
-        capture_output=True,
-        text=True,
-    )
-    if r.returncode != 0:
-        raise InfraError(f"{script.name} failed: {r.stderr[-2000:]}")
-    return json.loads(r.stdout)
 
 
 def find(files: dict[str, str]) -> tuple[list[Mutant], int]:

@@ -13,7 +13,7 @@ const DATE_METHODS = new Set([].concat(...DATE_GETTERS.map((n) => [`get${n}`, `s
 const SLICERS = new Set(['slice', 'substring', 'substr', 'splice']);
 const ESCAPABLE = '.+*?()[]{}|/$^';
 
-const tryParse = require('./parse-source')(parse);
+const tryParse = require('../../grading/js/parse-source')(parse);
 
 function keyName(k) {
   if (!k) return null;

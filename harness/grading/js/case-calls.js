@@ -1,8 +1,8 @@
 // What the project defines and what each test case calls of it, by name: the near-twin rule of
 // harness/runs/held_out.py. Reads {parser, files: {sources: {path: text}, tests: {path: [[start, end]]},
 // texts: {path: text}}} on stdin (``tests``: the spans of the case callbacks that
-// harness/authoring/build/testcases.js listed in ``texts``; all of it as ``files``, the shape
-// build/mutants.py parse_with sends), writes {defined: [name],
+// testcases.js listed in ``texts``; all of it as ``files``, the shape
+// harness/grading/cases.py parse_with sends), writes {defined: [name],
 // calls: {path: [[name]]}} on stdout, one list of names per span in the order given (`new C`
 // for a constructor). Parses with
 // the same tree and walk as the eligibility rule (parse-source.js, case-print.js); only parses,
@@ -12,8 +12,8 @@
 const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
 const ask = input.files;
 const { parse } = require(input.parser);
-const tryParse = require('../authoring/build/parse-source')(parse);
-const { walk } = require('../authoring/build/case-print');
+const tryParse = require('./parse-source')(parse);
+const { walk } = require('./case-print');
 
 const FN = /Function|ArrowFunction/;
 const MEMBER = new Set(['MemberExpression', 'OptionalMemberExpression']);
