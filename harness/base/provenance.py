@@ -9,7 +9,19 @@ from pathlib import Path
 # The modules whose code decides a verdict, relative to harness/; their text is part of every
 # verdict's cache key (the in-sandbox half, the image recipe's runner, is in the image tag, which
 # is in the key too).
-_GRADING = ("grading/jest.py", "grading/verify.py", "runs/loop.py", "sandbox/__init__.py")
+_GRADING = (
+    "grading/jest.py",
+    "grading/verify.py",
+    "runs/loop.py",
+    "sandbox/__init__.py",
+    # A held-out failure read as special-cased or incomplete: the rule and the parser it reads with.
+    "runs/held_out.py",
+    "grading/cases.py",
+    "grading/js/testcases.js",
+    "grading/js/case-print.js",
+    "grading/js/parse-source.js",
+    "grading/js/case-calls.js",
+)
 _HARNESS = Path(__file__).resolve().parent.parent
 _digest: str | None = None
 _version: str | None = None
