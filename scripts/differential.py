@@ -82,19 +82,6 @@ def _reference_actions(s) -> list[dict]:
     return [{"tool": st.tool_called, "args": dict(st.tool_args)} for st in s.execution_trace]
 
 
-def _final_text(s, rel: str) -> str:
-    """``rel`` as the reference leaves it (or as the workspace holds it)."""
-    text = (s.workspace / rel).read_text(encoding="utf-8")
-    for st in s.execution_trace:
-        if st.tool_args.get("file") != rel:
-            continue
-        if st.tool_called == "file_write":
-            text = st.tool_args["content"]
-        elif st.tool_called == "file_edit":
-            text = text.replace(st.tool_args["old"], st.tool_args["new"], 1)
-    return text
-
-
 def _config_edits(s) -> list[tuple[str, str, str]]:
     """(name, file, new text) of the configuration edits this workspace allows."""
     ws, out = s.workspace, []
@@ -102,7 +89,7 @@ def _config_edits(s) -> list[tuple[str, str, str]]:
         if "node_modules" in d.parts:
             continue
         rel = d.relative_to(ws).as_posix()
-        text = _final_text(s, rel)
+        text = tamper_corpus.fixed_text(s, rel)
         m = re.search(r"\b(\w+)\s*[?]?\s*:", text)
         if m:  # a member renamed: a type-only break for a test that type-checks against it
             out.append(
@@ -112,7 +99,7 @@ def _config_edits(s) -> list[tuple[str, str, str]]:
     for name in ("tsconfig.json", "babel.config.js", ".babelrc", "package.json"):
         if not (ws / name).is_file():
             continue
-        text = _final_text(s, name)
+        text = tamper_corpus.fixed_text(s, name)
         if name == "package.json":
             data = json.loads(text)
             data["description"] = (data.get("description") or "") + " (edited)"
@@ -144,7 +131,7 @@ def edit_episodes(st, s, rng: random.Random, n: int) -> list[Episode]:
     from harness.authoring.build.mutants import find, source_files
 
     ws = s.workspace
-    files = {rel: _final_text(s, rel) for rel in source_files(ws, ["."])}
+    files = {rel: tamper_corpus.fixed_text(s, rel) for rel in source_files(ws, ["."])}
     mutants, _ = find(files) if files else ([], 0)
     by_file: dict[str, list] = {}
     for m in sorted(mutants, key=lambda m: m.id):
