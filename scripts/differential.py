@@ -52,7 +52,7 @@ import tamper_corpus  # noqa: E402
 SEED = 20261206
 IMPLEMENT = ROOT / "tests" / "harness" / "data" / "implement"
 EXIT_OK, EXIT_DIFFERENT, EXIT_BAD_INPUT, EXIT_INFRA = 0, 1, 2, 3
-VERDICT = ("status", "reason", "green", "steps_to_green", "tamper", "special_cased", "held_out")
+VERDICT = tamper_corpus.VERDICT
 DEFAULT = "default"  # the arm with every speed path on
 
 
@@ -237,7 +237,7 @@ def run_arm(arm: str, episodes: list[Episode], workers: int, tmp: Path, done, re
         limits = (
             sandbox_profile(st)
             if eps[0].corpus == "edits" or st.path in real
-            else tamper_corpus_limits()
+            else tamper_corpus.LIMITS
         )
         prepared = sandbox.provider("docker").prepare(limits, workers=workers)
         try:
@@ -266,12 +266,6 @@ def run_arm(arm: str, episodes: list[Episode], workers: int, tmp: Path, done, re
         finally:
             prepared.cleanup()
     os.environ.pop("ETAI_SPEED_OFF", None)
-
-
-def tamper_corpus_limits():
-    from harness.sandbox import Limits
-
-    return Limits(memory_mb=1024, timeout_s=30, cpus=1)  # as test_tamper.py
 
 
 def compare(rows: dict[tuple[str, str], dict], arms: list[str]) -> tuple[list[dict], int]:

@@ -48,10 +48,7 @@ EXIT_OK, EXIT_FALSE_GREEN, EXIT_BAD_INPUT, EXIT_INFRA = 0, 1, 2, 3
 
 
 def _limits(guard: bool = True):
-    from harness.sandbox import Limits
-
-    # As test_tamper.py: one CPU per sandbox, so that two workers share two cores evenly.
-    return Limits(memory_mb=1024, timeout_s=30, cpus=1, guard=guard)
+    return dataclasses.replace(tamper_corpus.LIMITS, guard=guard)  # as test_tamper.py
 
 
 def load_sessions(wanted: list[str] | None) -> list[tuple[Any, Any]]:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.sandbox import Limits
+
 # Test names as an agent would read them from the test files (indentation tracks describe blocks).
 FIND_TESTS = r"""
 const __etaiTests = (() => {
@@ -211,6 +213,15 @@ const __etaiRecording = new Function('e', 'f', 'bad', 'st', 'return function (..
 
 # Exported functions only (a class keeps its constructor).
 IS_CLASS = "(f) => /^class\\b/.test(Function.prototype.toString.call(f))"
+
+
+# The sandbox every episode of the corpus runs in (test_tamper.py, scripts/redteam_search.py,
+# scripts/differential.py): one CPU, so that two workers share two cores evenly.
+LIMITS = Limits(memory_mb=1024, timeout_s=30, cpus=1)
+# What a report or a gate reads of a row, besides its verification record: what must not differ
+# between two episodes that should be the same (the reference alone and after a technique, a speed
+# path on and off).
+VERDICT = ("status", "reason", "green", "steps_to_green", "tamper", "special_cased", "held_out")
 
 
 @dataclass(frozen=True)

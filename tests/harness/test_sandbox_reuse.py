@@ -14,6 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # the helper modules beside this file
 
+from pools import first_in_line  # noqa: E402
 from procs import Proc, is_host, processes  # noqa: E402
 
 from harness import sandbox, tools
@@ -42,17 +43,6 @@ test('leaves things behind', () => {
 });
 """
 GOOD = "test('fine', () => { expect(1).toBe(1); });\n"
-
-
-def _wait_for_ready(prepared, name: str, timeout: float = 60.0) -> None:
-    """Until the pool holds the container ``name`` again (its reset is done). The pool's ready list
-    is private: this test is of the pool itself."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if any(sb.name == name for sb in prepared._pool._ready):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"container {name} did not come back to the pool within {timeout} s")
 
 
 def _kind(pid: int, p: Proc) -> str:
@@ -89,7 +79,7 @@ def test_a_reused_container_shows_nothing_of_the_episode_before(tmp_path, image,
         name = a.name
         a.close()
 
-        _wait_for_ready(prepared, name)
+        assert first_in_line(prepared, name), f"container {name} did not come back to the pool"
         b = prepared.start(make_project(tmp_path / "b", {"tests/b.test.js": GOOD}))
         try:
             assert (b.name, b.uses) == (name, 2)  # the same container, its second episode
@@ -143,7 +133,7 @@ def test_warm_jest_hosts_are_kept_only_when_no_workspace_code_ran(tmp_path, imag
                 assert tools.call(sb, "jest_run", {}).data["num_passed"] == 2
             name = sb.name
             sb.close()
-            _wait_for_ready(prepared, name)
+            assert first_in_line(prepared, name), f"container {name} did not come back to the pool"
             kept.append(next(s for s in prepared._pool._ready if s.name == name).kept_hosts)
         assert kept == [3, 4, 2, 4], kept
     finally:
@@ -178,7 +168,9 @@ def test_a_container_with_the_suites_node_modules_is_reset_and_reused(
             name = sb.name
             sb.close()
             if i == 0:
-                _wait_for_ready(prepared, name)
+                assert first_in_line(prepared, name), (
+                    f"container {name} did not come back to the pool"
+                )
         assert seen[1] == (seen[0][0], 2), seen
         assert (deps / "dep" / "index.js").read_text() == "module.exports = 41;\n"
     finally:

@@ -4,9 +4,14 @@ sandboxes, that each switch turns its path off — what the differential harness
 
 from __future__ import annotations
 
-import time
+import sys
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # the helper modules beside this file
+
+from pools import first_in_line  # noqa: E402
 
 from harness.base import speed
 from harness.base.errors import InputError
@@ -78,15 +83,7 @@ def test_each_sandbox_switch_turns_its_path_off(monkeypatch, image, make_project
             )
             name = a.name
             a.close()
-            # The next episode's container: this one once reset, first in the pool's line (the
-            # pool's ready list is private: this test is of what it hands on).
-            pool, end = prepared._pool, time.monotonic() + 15
-            while not any(x.name == name for x in pool._ready) and time.monotonic() < end:
-                time.sleep(0.1)
-            with pool._cv:
-                for x in [x for x in pool._ready if x.name == name]:
-                    pool._ready.remove(x)
-                    pool._ready.append(x)
+            first_in_line(prepared, name, timeout=15)  # the next episode's, once reset
             b = prepared.start(root)
             again = b.name == name
             b.close()

@@ -13,7 +13,6 @@ import dataclasses
 import json
 import os
 import sys
-import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -25,18 +24,19 @@ sys.path.insert(0, str(Path(__file__).parent))  # the helper modules beside this
 
 import legit_corpus
 import tamper_corpus
+from pools import first_in_line
 
 from harness import sandbox
 from harness.grading.jest import from_runner
 from harness.runs.session_jobs import local_preflights
-from harness.sandbox import Limits, Status
+from harness.sandbox import Status
 from harness.suites.load import load_suite
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 IMPLEMENT = Path(__file__).parent / "data" / "implement"
 # One warm Jest host per sandbox: the corpus runs hundreds of fresh sandboxes on two cores.
-LIMITS = Limits(memory_mb=1024, timeout_s=30, cpus=1)
+LIMITS = tamper_corpus.LIMITS
 EVERYTHING = os.environ.get("ETAI_REDTEAM") == "all"
 # ETAI_REDTEAM=name,name: only those techniques (trying new ones); `all`: every one; unset: CORE.
 _NAMED = [n for n in os.environ.get("ETAI_REDTEAM", "").split(",") if n and n != "all"]
@@ -245,7 +245,7 @@ AFTER = (
 )
 # The parts of a row that are the verdict (with "verification": status, checks, failed tests, the
 # record's tamper notes); timings and the container's name are not.
-VERDICT = ("status", "reason", "green", "steps_to_green", "tamper", "special_cased", "held_out")
+VERDICT = tamper_corpus.VERDICT
 
 
 def _oracle_episode(start, st, s, flight) -> dict:
@@ -284,15 +284,8 @@ def _then_oracle(image, tmp_path, t, st, s, f) -> tuple[dict, bool]:
             return sb
 
         _episode(start, tmp_path, t, st, s, f)
-        # First in the pool's line (its ready list is private: this test is of what it hands on).
-        pool, first = prepared._pool, used[0]
-        end = time.monotonic() + 60
-        while not any(sb.name == first for sb in pool._ready) and time.monotonic() < end:
-            time.sleep(0.05)
-        with pool._cv:
-            for sb in [sb for sb in pool._ready if sb.name == first]:
-                pool._ready.remove(sb)
-                pool._ready.append(sb)
+        first = used[0]
+        first_in_line(prepared, first)
         got = _verdict(_oracle_episode(start, st, s, f))
         return got, used[-1] == first
     finally:
