@@ -8,7 +8,7 @@ here equal the run's summary.json on the same rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,7 @@ import pandas as pd
 from harness.base.errors import InputError
 from harness.runs import metrics
 from reports import _stats
+from reports._clusters import episode_values, headline
 from reports._kinds import SESSIONS, TASK_KS, flatten
 from reports._load import STATUSES
 
@@ -118,20 +119,8 @@ def session_values(df: pd.DataFrame, metric: str, j: int = 1) -> pd.Series:
     (green within ``j`` steps), ``tampered``, ``special_cased`` (green on the visible verification
     tests, red on a held-out near twin of one), ``incomplete`` (red on held-out cases none of which
     is a near twin), ``path_match``, ``cursor_px``. Paired tests use these."""
-    v = df[df["valid"]]
-    if metric == "pass":
-        x = v["passed"].astype(float)
-    elif metric == "pa":
-        x = (v["steps_to_green"].fillna(10**9) <= j).astype(float)
-    elif metric == "tampered":
-        x = (v["status"] == "tampered").astype(float)
-    elif metric in ("special_cased", "incomplete"):
-        x = v[metric].astype(float)
-    elif metric in ("path_match", "cursor_px"):
-        x = v[metric]
-    else:
-        raise ValueError(f"no per-session values for {metric!r}")
-    return x.groupby(v["session_id"], observed=True).mean().dropna()
+    x = episode_values(df, metric, j)
+    return x.groupby(df.loc[x.index, "session_id"], observed=True).mean().dropna()
 
 
 @dataclass(frozen=True)
@@ -206,6 +195,8 @@ class Comparison:
     training: pd.DataFrame
     kind: str = SESSIONS  # the suite kind of every run compared (reports/_kinds.py)
     suite: str = ""
+    # arm -> headline rate -> its standard errors by session and by project (reports/_clusters.py)
+    clustered: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def table(self) -> pd.DataFrame:
         """The per-arm table: one row per arm, point estimates and interval bounds as columns."""
@@ -278,6 +269,7 @@ def compare(df: pd.DataFrame, *, pa_j: int = 3) -> Comparison:
         _training(rows, metrics),
         SESSIONS,
         _suite_of(df),
+        {a: headline(by_arm[a], ks[a]) for a in arms},
     )
 
 

@@ -30,7 +30,7 @@ import yaml
 
 from harness.base.errors import InputError
 from harness.session.records import NON_TERMINAL
-from reports import _stats
+from reports import _clusters, _stats
 from reports._compare import arm_metrics, pass_at, session_values, task_metrics
 from reports._complete import for_gate
 from reports._kinds import SESSIONS, own_names, summary_value
@@ -89,7 +89,8 @@ def parse_rule(text: str, alpha: float = ALPHA) -> Rule:
     if not m["base"]:
         if m["alpha"]:
             raise InputError("alpha belongs to baseline rules only", where=text)
-        return Rule(text.strip(), metric, m["op"], value=float(m["value"]), suite=suite)
+        # the gate's alpha: the level its smallest detectable difference is stated at
+        return Rule(text.strip(), metric, m["op"], value=float(m["value"]), alpha=a, suite=suite)
     if m["op"] in ("==", "!="):
         raise InputError("a baseline rule needs a direction (>=, >, <=, <)", where=text)
     margin = float(m["margin"] or 0.0)
@@ -190,6 +191,15 @@ class RuleResult:
     test: str | None = None
     p: float | None = None
     undefined: bool = False  # measured over no valid episode: neither a pass nor a model failure
+    # Standard errors of what the rule measures (the value, or the paired difference for a
+    # baseline rule), by session and by project (reports/_clusters.py), and the smallest
+    # difference the gate's test detects at the rule's alpha with 80% power (``mde_by``: which
+    # standard error it used: project, or session where every session is of one project).
+    se_session: float | None = None
+    se_project: float | None = None
+    projects: int | None = None
+    mde: float | None = None
+    mde_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -405,14 +415,13 @@ def _gate_run(
             )
         else:
             ok = _OPS[r.op](v, r.value)
-            results.append(
-                RuleResult(
-                    r.text,
-                    ok,
-                    v,
-                    f"{r.metric} = {v:.4g} ({'meets' if ok else 'fails'} {r.op} {r.value:g})",
-                )
+            one = RuleResult(
+                r.text,
+                ok,
+                v,
+                f"{r.metric} = {v:.4g} ({'meets' if ok else 'fails'} {r.op} {r.value:g})",
             )
+            results.append(_with_errors(one, r, _spread(r.metric, rows)))
     return GateResult(
         str(candidate),
         arm,
@@ -488,7 +497,56 @@ def _vs_baseline(
         f"{r.metric}: candidate {cv:.4g} vs baseline {bv:.4g} ({base_arm}) on {len(common)} sessions; {how}; "
         f"{verdict} by more than {r.margin:g} at alpha={r.alpha:g} ({test}, p={p:.4g})"
     )
-    return RuleResult(r.text, ok, cv, detail, baseline=bv, test=test, p=p)
+    one = RuleResult(r.text, ok, cv, detail, baseline=bv, test=test, p=p)
+    return _with_errors(one, r, _clusters.paired(rows, base_rows, kind, j), "difference")
+
+
+def _spread(metric: str, rows: pd.DataFrame) -> dict[str, Any] | None:
+    """The clustered standard errors of an absolute rule's metric, for those that are a mean of
+    per-episode values (pass@1, pa@J, the rates, path_match); None for the rest (a median, pass@N
+    with N > 1, counts)."""
+    try:
+        kind, j = _paired(metric, metric)
+    except InputError:
+        return None
+    return None if kind == "cursor_px" else _clusters.clustered(rows, kind, j)
+
+
+def _with_errors(
+    one: RuleResult, r: Rule, spread: dict[str, Any] | None, what: str = "value"
+) -> RuleResult:
+    """``one`` with its standard errors, and the minimum detectable effect of a one-sided test at
+    the rule's alpha with 80% power: by the project-level error, or by the session-level one
+    where every session is of one project (said in the detail)."""
+    if spread is None:
+        return one
+    by = "project" if spread["se_project"] is not None else "session"
+    se = spread[f"se_{by}"]
+    smallest = _stats.mde(se, r.alpha)
+    note = (
+        f"; SE of the {what} {_se(spread['se_session'])} by session, "
+        f"{_se(spread['se_project'])} by project ({spread['projects']} project(s))"
+    )
+    if smallest is not None:
+        note += (
+            f"; smallest detectable difference {smallest:.3g} (alpha={r.alpha:g} one-sided, "
+            f"80% power, {by}-level SE{'' if by == 'project' else ': one project'})"
+        )
+    else:
+        note += "; no detectable difference stated: nothing varied between sessions"
+    return replace(
+        one,
+        detail=one.detail + note,
+        se_session=spread["se_session"],
+        se_project=spread["se_project"],
+        projects=spread["projects"],
+        mde=smallest,
+        mde_by=by if smallest is not None else None,
+    )
+
+
+def _se(x: float | None) -> str:
+    return "– (one project)" if x is None else f"{x:.3g}"
 
 
 def _sessions(rows: pd.DataFrame, arm: str) -> list[SessionResult]:

@@ -82,8 +82,8 @@ def markdown(result: GateResult) -> str:
     out += [f"- {why}" for why in result.incomplete] + ([""] if result.incomplete else [])
     out += [f"- note: {n}" for n in result.notes] + ([""] if result.notes else [])
     out += [
-        "| rule | result | value | baseline | test | p | detail |",
-        "|---|---|---|---|---|---|---|",
+        "| rule | result | value | baseline | test | p | SE session / project | detectable | detail |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result.rules:
         cells = [
@@ -93,6 +93,8 @@ def markdown(result: GateResult) -> str:
             _num(r.baseline),
             r.test or "–",
             _num(r.p),
+            f"{_num(r.se_session)} / {_num(r.se_project)}" if r.se_session is not None else "–",
+            _num(r.mde),
             r.detail,
         ]
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")

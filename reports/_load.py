@@ -139,6 +139,10 @@ def _episode(r: dict[str, Any], kind: str) -> dict[str, Any]:
         "session_hash": r.get("session_hash"),
         "suite": r.get("suite"),
         "intent": r.get("intent") or "unknown",
+        # the session's project and fix date (harness/runs/session_kind.py); None where the session
+        # records neither (written by hand, or a row of an older etai)
+        "project": r.get("project"),
+        "fix_date": r.get("fix_date"),
         "status": r["status"],
         # green on the visible verification tests, red on the held-out ones, read as
         # special-casing (a near twin of a visible case failed) or as an incomplete fix
@@ -174,6 +178,8 @@ _COLUMNS = (
     "session_hash",
     "sample",
     "intent",
+    "project",
+    "fix_date",
     "status",
     "valid",
     "passed",
@@ -334,6 +340,9 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
         path_match=pd.to_numeric(df["path_match"]).astype("float64"),
         duration_s=pd.to_numeric(df["duration_s"]).astype("float64"),
     )
-    for col in ("run", "series", "suite", "kind", "agent", "arm", "session_id", "session_hash"):
+    for col in (
+        *("run", "series", "suite", "kind", "agent", "arm", "session_id", "session_hash"),
+        *("project", "fix_date"),
+    ):
         out[col] = out[col].astype("string")
     return out[list(_COLUMNS)]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.runs.results import write_json_atomic
-from reports import view
+from reports import _clusters, view
 from reports._compare import Comparison
 from reports._figures import FIGURES
 from reports._load import STATUSES
@@ -303,9 +303,10 @@ def sections(c: Comparison, links: Links | None = None) -> list[Section]:
         train.tables.append(
             (cols, [[fmt(v) for v in row] for row in c.training.itertuples(index=False)])
         )
-    return [runs, agents, curve, intents, status, cur, steps, pairs, train] + session_sections(
-        c, links
-    )
+    clusters = _clusters.section(c.arms, c.clustered)
+    return [
+        runs, agents, clusters, curve, intents, status, cur, steps, pairs, train,
+    ] + session_sections(c, links)  # fmt: skip
 
 
 def _md_cell(cell: str | Link) -> str:
@@ -403,6 +404,7 @@ def to_json(c: Comparison | list[Comparison]) -> dict[str, Any]:
             "k": c.k,
             "arms": [{"arm": a, **c.metrics[a]} for a in c.arms],
             "pairs": [p.to_dict() for p in c.pairs],
+            "clustered": c.clustered,
             "intents": c.intents.to_dict(orient="records"),
             "statuses": {
                 a: dict(zip(c.statuses.columns, map(int, row)))

@@ -1,7 +1,8 @@
 """Interval estimates and paired tests: pure functions over plain numbers and arrays, no I/O.
 
 Each is tested against an independent reference on hand-built data (tests/reports/test_stats.py):
-scipy's binomial test and Wilson interval, and a brute-force bootstrap.
+scipy's binomial test and Wilson interval, a brute-force bootstrap, and clustered standard errors
+computed by hand.
 """
 
 from __future__ import annotations
@@ -114,3 +115,55 @@ def paired_bootstrap(
     lo, hi = np.quantile(reps, [(1 - confidence) / 2, (1 + confidence) / 2])
     p = min(1.0, 2 * min(float(np.mean(reps <= 0)), float(np.mean(reps >= 0))))
     return PairedDiff(len(d), float(d.mean()), float(lo), float(hi), p, reps)
+
+
+@dataclass(frozen=True)
+class ClusteredSE:
+    """The standard error of a mean of outcomes, with observations grouped into clusters."""
+
+    mean: float
+    se: float | None  # None: fewer than two clusters, where no between-cluster spread is seen
+    n: int  # observations
+    clusters: int
+
+
+def cluster_se(values: Sequence[float], clusters: Sequence[object]) -> ClusteredSE:
+    """The mean of ``values`` and its cluster-robust standard error (CR1, Liang-Zeger with the
+    small-sample factor G/(G-1) that Stata's ``vce(cluster)`` and statsmodels' ``cov_type="cluster"``
+    apply), observations with equal ``clusters`` keys forming one cluster.
+
+    For a mean (a regression on a constant) the sandwich reduces to
+    ``V = G/(G-1) * sum_g (sum_{i in g} (y_i - mean))^2 / N^2``: the residual sums of whole
+    clusters, so correlated outcomes within a cluster widen it. Every observation its own cluster
+    gives the usual ``s/sqrt(N)`` (sample variance). Written here rather than taken from statsmodels,
+    which is not a dependency of the gate and would fit a whole OLS model for these few lines.
+
+    One cluster: the residuals of the only cluster sum to zero, so the formula gives 0, which would
+    claim certainty; ``se`` is None instead. ValueError for no values or unequal lengths."""
+    y = np.asarray(values, dtype=float)
+    if len(y) != len(clusters):
+        raise ValueError(f"{len(y)} values but {len(clusters)} cluster keys")
+    if len(y) == 0:
+        raise ValueError("no values")
+    mean = float(y.mean())
+    sums: dict[object, float] = {}
+    for key, r in zip(clusters, y - mean):
+        sums[key] = sums.get(key, 0.0) + float(r)
+    g = len(sums)
+    if g < 2:
+        return ClusteredSE(mean, None, len(y), g)
+    v = g / (g - 1) * sum(s * s for s in sums.values()) / len(y) ** 2
+    return ClusteredSE(mean, math.sqrt(v), len(y), g)
+
+
+def mde(se: float | None, alpha: float, power: float = 0.8) -> float | None:
+    """Minimum detectable effect of a one-sided z-test at level ``alpha`` with ``power``: the true
+    difference that such a test, with standard error ``se``, detects with that probability,
+    ``(z_{1-alpha} + z_{power}) * se``. None where ``se`` is None or 0 (nothing varied: no size
+    can be read from it)."""
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError(f"alpha and power must be between 0 and 1 (got {alpha}, {power})")
+    if not se:
+        return None
+    nd = NormalDist()
+    return (nd.inv_cdf(1 - alpha) + nd.inv_cdf(power)) * se

@@ -182,6 +182,8 @@ def _plan(op: OpenSessions, store: ResultStore, image: str | None, flights: dict
                     "session_hash": session.content_hash,
                     "harness_version": version(),
                     "image": image,
+                    # what reports cluster by and window on (reports/_structure.py)
+                    **{f: v for f in ("project", "fix_date") if (v := getattr(session, f))},
                 }
                 sid = session.session_id
                 if sid in broken:

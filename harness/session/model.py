@@ -86,6 +86,22 @@ class Session:
     # verification (harness/runs/loop.py). None: the session has none.
     held_out_dir: Path | None = None
 
+    @property
+    def project(self) -> str | None:
+        """The project the session was taken from: ``provenance.repo`` of a mined or etai-js
+        session; None for one written by hand (reports count it as a project of its own)."""
+        prov = self.raw.get("provenance")
+        repo = prov.get("repo") if isinstance(prov, dict) else None
+        return repo if isinstance(repo, str) and repo else None
+
+    @property
+    def fix_date(self) -> str | None:
+        """The author date of the commit that fixed the bug (``provenance.date``, ISO 8601), as
+        recorded; None where the session records none (harness/session/window.py reads it)."""
+        prov = self.raw.get("provenance")
+        date = prov.get("date") if isinstance(prov, dict) else None
+        return date if isinstance(date, str) and date else None
+
     @functools.cached_property
     def held_out(self) -> dict[str, bytes]:
         """The held-out test files, workspace path -> content (read once; empty when none)."""

@@ -67,6 +67,8 @@ class Row(TypedDict, total=False):
     image: str | None
     # session episodes
     intent: str
+    project: str  # the session's project (provenance.repo); absent for a session written by hand
+    fix_date: str  # the fixing commit's author date (provenance.date, ISO 8601); absent if unknown
     k: int
     max_steps: int
     steps: list[dict[str, Any]]  # each: step, tool, args, status, result (and error)

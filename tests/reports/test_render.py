@@ -20,6 +20,7 @@ from etai_cmd import TIMES, TRAIN_SESSIONS, etai
 SECTIONS = [
     "runs",
     "agents",
+    "clusters",
     "pa-curve",
     "intents",
     "statuses",
@@ -33,6 +34,7 @@ SECTIONS = [
 TITLES = [
     "Runs",
     "Per-agent results",
+    "Error bars by project",
     "Path Accuracy@1..k",
     "Per-intent breakdown",
     "Status breakdown",
@@ -43,7 +45,7 @@ TITLES = [
     "Every session",
     "Sessions whose status changed",
 ]
-FIGURES = [s for s in SECTIONS if s not in ("runs", "agents", "sessions", "changes")]
+FIGURES = [s for s in SECTIONS if s not in ("runs", "agents", "clusters", "sessions", "changes")]
 PNG = b"\x89PNG\r\n\x1a\n"
 
 

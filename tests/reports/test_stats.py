@@ -94,3 +94,59 @@ def test_bootstrap_over_sessions_keeps_a_sessions_samples_together():
 def test_identical_arms_have_no_difference():
     got = _stats.paired_bootstrap([1, 0, 1], [1, 0, 1])
     assert (got.diff, got.lo, got.hi, got.p_two_sided, got.p_worse_than(0)) == (0, 0, 0, 1.0, 1.0)
+
+
+def test_clustered_se_by_hand():
+    # Two projects of three sessions, one all green, one all red. Mean 0.5, residuals ±0.5, so the
+    # cluster sums are +1.5 and -1.5: V = G/(G-1) * (1.5² + 1.5²) / N² = 2 * 4.5 / 36 = 0.25.
+    y, projects = [1, 1, 1, 0, 0, 0], ["a", "a", "a", "b", "b", "b"]
+    got = _stats.cluster_se(y, projects)
+    assert (got.mean, got.se, got.n, got.clusters) == (0.5, pytest.approx(0.5), 6, 2)
+    # Each session its own cluster: the usual s/sqrt(N), s² = 6 * 0.25 / 5 = 0.3, so sqrt(0.05).
+    alone = _stats.cluster_se(y, range(6))
+    assert alone.se == pytest.approx(0.05**0.5)
+    assert alone.se == pytest.approx(np.std(y, ddof=1) / np.sqrt(6))
+    # Three uneven clusters: sums +0.5 (a: .5 .5 -.5), 0 (b: .5 -.5), -0.5 (c): 3/2 * 0.5 / 36.
+    mixed = _stats.cluster_se([1, 1, 0, 1, 0, 0], ["a", "a", "a", "b", "b", "c"])
+    assert mixed.se == pytest.approx((1.5 * 0.5 / 36) ** 0.5)
+    assert mixed.clusters == 3
+
+
+def test_clustered_se_is_the_cr1_sandwich():
+    """The same numbers as the general CR1 sandwich of an OLS fit on a constant, written out with
+    matrices: (G/(G-1)) ((N-1)/(N-K)) (X'X)^-1 (sum_g X_g' e_g e_g' X_g) (X'X)^-1."""
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 40).astype(float)
+    groups = rng.integers(0, 7, 40)
+    x = np.ones((40, 1))
+    e = y - x @ np.linalg.lstsq(x, y, rcond=None)[0]
+    bread = np.linalg.inv(x.T @ x)
+    meat = sum(
+        np.outer(x[groups == g].T @ e[groups == g], x[groups == g].T @ e[groups == g])
+        for g in np.unique(groups)
+    )
+    n_g = len(np.unique(groups))
+    v = n_g / (n_g - 1) * (40 - 1) / (40 - 1) * bread @ meat @ bread
+    assert _stats.cluster_se(y, groups).se == pytest.approx(float(np.sqrt(v[0, 0])), rel=1e-12)
+
+
+def test_clustered_se_edge_cases():
+    one = _stats.cluster_se([1, 0, 1, 1], ["p"] * 4)  # one project: no spread between projects
+    assert (one.mean, one.se, one.clusters) == (0.75, None, 1)
+    same = _stats.cluster_se([1, 1, 1, 1], ["a", "a", "b", "b"])  # every outcome equal
+    assert same.se == 0.0
+    equal = _stats.cluster_se([1, 0, 1, 0], ["a", "a", "b", "b"])  # clusters alike: no spread
+    assert equal.se == 0.0
+    with pytest.raises(ValueError, match="no values"):
+        _stats.cluster_se([], [])
+    with pytest.raises(ValueError, match="2 values but 3"):
+        _stats.cluster_se([1, 0], ["a", "b", "c"])
+
+
+def test_minimum_detectable_effect_by_hand():
+    # one-sided 5% and 80% power: z = 1.6449 + 0.8416 = 2.4865 standard errors
+    assert _stats.mde(0.1, 0.05) == pytest.approx(0.24865, abs=1e-4)
+    assert _stats.mde(0.1, 0.01) == pytest.approx((2.3263 + 0.8416) * 0.1, abs=1e-4)
+    assert _stats.mde(None, 0.05) is None and _stats.mde(0.0, 0.05) is None
+    with pytest.raises(ValueError):
+        _stats.mde(0.1, 1.5)

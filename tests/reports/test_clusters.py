@@ -1,0 +1,146 @@
+"""Error bars by project (reports/_clusters.py) through the real `etai report` and `etai gate`, on
+run folders whose rows the run's own writer appended (harness.runs.results.ResultStore), with the
+standard errors checked against numbers worked out by hand."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from conftest import row
+from etai_cmd import etai
+
+from harness.runs.results import ResultStore, write_json_atomic
+
+# Seven sessions: p1's three pass, p2's three fail, and one written by hand (no project) passes.
+# mean 4/7; residuals +3/7 (pass) and -4/7 (fail).
+#   by session: s² = (4·9/49 + 3·16/49)/6 = 2/7, SE = sqrt(2/7/7) = sqrt(2)/7 = 0.2020
+#   by project: cluster sums +9/7, -12/7, +3/7; V = 3/2 · (81+144+9)/49 / 49 = 351/2401,
+#   SE = 0.3823; three projects (the hand-written session is one of its own)
+SE_SESSION = 2**0.5 / 7
+SE_PROJECT = (351 / 2401) ** 0.5
+PROJECTS = {"s1": "p1", "s2": "p1", "s3": "p1", "s4": "p2", "s5": "p2", "s6": "p2", "s7": None}
+
+
+def write_run(folder: Path, passed: set[str], agent: str = "m") -> Path:
+    """A finished run of the seven sessions, its rows appended by the run's ResultStore."""
+    store = ResultStore(folder)
+    for sid, project in PROJECTS.items():
+        ok = sid in passed
+        extra = {"project": project} if project else {}
+        store.append(
+            row(sid, agent, "passed" if ok else "failed", steps_to_green=2 if ok else None, **extra)
+        )
+    write_json_atomic(
+        folder / "summary.json",
+        {"suite": "hand", "k": 3, "samples": 1, "complete": True, "agents": {}},
+    )
+    return folder
+
+
+def test_report_gives_both_standard_errors(tmp_path):
+    run = write_run(tmp_path / "run", {"s1", "s2", "s3", "s7"})
+    p = etai(
+        "report", str(run), "--out", str(tmp_path / "rep"), "--format", "json", "--format", "md"
+    )
+    assert p.returncode == 0, p.stderr
+    got = json.loads((tmp_path / "rep" / "report.json").read_text())["clustered"]["m"]
+    for name in ("pass@1", "PA@2", "PA@3"):
+        cell = got[name]
+        assert cell["value"] == pytest.approx(4 / 7)
+        assert cell["se_session"] == pytest.approx(SE_SESSION)
+        assert cell["se_project"] == pytest.approx(SE_PROJECT)
+        assert (cell["sessions"], cell["projects"]) == (7, 3)
+    assert got["PA@1"]["value"] == 0.0 and got["PA@1"]["se_session"] == 0.0  # green at step 2
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Error bars by project" in md
+    assert "| m | pass@1 | 0.571 | 0.202 | 0.382 | 1.89 | 7 | 3 |" in md
+
+
+def test_one_project_leaves_the_project_error_undefined(tmp_path):
+    store = ResultStore(tmp_path / "run")
+    for i, ok in enumerate([1, 1, 0, 1]):
+        store.append(
+            row(
+                f"s{i}",
+                "m",
+                "passed" if ok else "failed",
+                steps_to_green=1 if ok else None,
+                project="only",
+            )
+        )
+    write_json_atomic(
+        tmp_path / "run" / "summary.json", {"suite": "hand", "k": 3, "complete": True}
+    )
+    p = etai(
+        "report",
+        str(tmp_path / "run"),
+        "--out",
+        str(tmp_path / "rep"),
+        "--format",
+        "json",
+        "--format",
+        "md",
+    )
+    assert p.returncode == 0, p.stderr
+    cell = json.loads((tmp_path / "rep" / "report.json").read_text())["clustered"]["m"]["pass@1"]
+    assert cell["se_project"] is None and cell["projects"] == 1
+    assert cell["se_session"] == pytest.approx((0.75 * 0.25 * 4 / 3 / 4) ** 0.5)  # s/sqrt(n)
+    assert "by-project error is undefined" in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_gate_states_the_errors_and_the_smallest_detectable_difference(tmp_path):
+    run = write_run(tmp_path / "run", {"s1", "s2", "s3", "s7"})
+    p = etai("gate", str(run), "--rule", "pass@1>=0.5", "--json", str(tmp_path / "g.json"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = json.loads((tmp_path / "g.json").read_text())["rules"][0]
+    assert r["se_session"] == pytest.approx(SE_SESSION)
+    assert r["se_project"] == pytest.approx(SE_PROJECT)
+    assert r["projects"] == 3 and r["mde_by"] == "project"
+    assert r["mde"] == pytest.approx((1.644854 + 0.841621) * SE_PROJECT, rel=1e-5)
+    assert "smallest detectable difference 0.951" in p.stdout
+    p = etai(
+        "gate",
+        str(run),
+        "--rule",
+        "pass@1>=0.5",
+        "--alpha",
+        "0.01",
+        "--json",
+        str(tmp_path / "g.json"),
+    )
+    # absolute rules take the gate's alpha for their detectable difference too
+    r = json.loads((tmp_path / "g.json").read_text())["rules"][0]
+    assert r["mde"] == pytest.approx((2.326348 + 0.841621) * SE_PROJECT, rel=1e-5)
+
+
+def test_gate_baseline_rule_clusters_the_paired_differences(tmp_path):
+    # the candidate loses p1 (three sessions) and wins s4: per-session differences
+    # -1 -1 -1 +1 0 0 0, mean -2/7; residuals -5/7 ×3, +9/7, +2/7 ×3
+    #   by session: s² = (3·25 + 81 + 3·4)/49/6 = 168/294 = 4/7, SE = sqrt(4/49) = 2/7
+    #   by project: sums p1 = -15/7, p2 = 9/7 + 4/7 = 13/7, s7 = 2/7; V = 3/2·(225+169+4)/49/49
+    base = write_run(tmp_path / "base", {"s1", "s2", "s3", "s7"})
+    cand = write_run(tmp_path / "cand", {"s4", "s7"})
+    p = etai(
+        "gate", str(cand), "--baseline", str(base), "--rule", "pass@1 >= baseline - 0.5",
+        "--json", str(tmp_path / "g.json"),
+    )  # fmt: skip
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    r = json.loads((tmp_path / "g.json").read_text())["rules"][0]
+    assert r["se_session"] == pytest.approx(2 / 7)
+    assert r["se_project"] == pytest.approx((1.5 * 398 / 49 / 49) ** 0.5)
+    assert "SE of the difference" in r["detail"]
+
+
+def test_nothing_varied_states_no_detectable_difference(tmp_path):
+    run = write_run(tmp_path / "run", set(PROJECTS))
+    p = etai("gate", str(run), "--rule", "pass@1>=0.5", "--json", str(tmp_path / "g.json"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = json.loads((tmp_path / "g.json").read_text())["rules"][0]
+    assert r["se_project"] == 0.0 and r["mde"] is None
+    assert "nothing varied between sessions" in r["detail"]
