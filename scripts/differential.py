@@ -357,6 +357,9 @@ def main(argv: list[str] | None = None) -> int:
             if r["row"].get("status") != "infra_error":
                 rows[(r["arm"], r["episode"])] = r["row"]
     lock = threading.Lock()
+    from harness.sandbox.image import image_tag
+
+    image = image_tag()  # each row names the image it ran on: a resumed run may span two
     with results.open("a") as f:
 
         def done(arm: str, ep: Episode, row: dict) -> None:
@@ -364,7 +367,10 @@ def main(argv: list[str] | None = None) -> int:
             with lock:
                 rows[(arm, ep.key)] = keep
                 f.write(
-                    json.dumps({"arm": arm, "episode": ep.key, "row": keep}, default=str) + "\n"
+                    json.dumps(
+                        {"arm": arm, "episode": ep.key, "image": image, "row": keep}, default=str
+                    )
+                    + "\n"
                 )
                 f.flush()
                 os.fsync(f.fileno())

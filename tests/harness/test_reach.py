@@ -160,3 +160,50 @@ def test_no_process_that_serves_a_graded_run_is_within_reach(
         fix = "module.exports = (x) => x * 2;\n"
         assert tools.call(sb, "file_write", {"file": "src/double.js", "content": fix}).ok
         assert _outcome(_graded(sb))[:3] == ("passed", 2, 0)
+
+
+# Left running in the agent's own host by a module its `jest_run` loads: a timer that, every 2 ms,
+# ends every other process of the sandbox user (the graded host too, once it has become that user)
+# or puts a file in every fresh host's TMPDIR. Captured at load: after the run, Jest's `require` is
+# torn down, but the host and its timers live on.
+LEFTOVER = {
+    "signals": "const d = fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p) && Number(p) !== me);"
+    " for (const p of d) { let st = ''; try { st = fs.readFileSync('/proc/' + p + '/status', 'utf8'); } catch (e) { continue; }"
+    " if (/^Uid:\\s*10001\\b/m.test(st)) { try { process.kill(Number(p), 'SIGKILL'); } catch (e) {} } }",
+    "plants": "for (const t of fs.readdirSync('/scratch')) if (t.startsWith('tmp-fresh-')) {"
+    " try { fs.writeFileSync('/scratch/' + t + '/planted', 'x'); } catch (e) {} }",
+}
+
+
+@pytest.mark.parametrize("what", sorted(LEFTOVER))
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "started"])
+def test_what_the_agents_runs_left_running_does_not_reach_a_graded_run(
+    fork, what, monkeypatch, image, make_project, tmp_path
+):
+    monkeypatch.setenv("ETAI_JEST_FORK", "1" if fork else "0")
+    fixed = "module.exports = (x) => x * 2;\n"
+    files = {
+        "src/double.js": fixed,
+        "tests/double.test.js": "const d = require('../src/double');\n"
+        "test('two', () => expect(d(2)).toBe(4));\n",
+        # The graded host's TMPDIR is its own and empty when its run starts.
+        "tests/tmp.test.js": "const fs = require('fs'), os = require('os');\n"
+        "test('nothing planted', () => expect(fs.readdirSync(os.tmpdir()).filter((f) => f === 'planted')).toEqual([]));\n",
+    }
+    root = make_project(tmp_path / "p", files)
+    with sandbox.start("docker", root, limits=LIMITS, image=image) as sb:
+        before = _outcome(_graded(sb))
+        assert before == ("passed", 2, 0, []), before
+        code = (
+            "const fs = require('fs'), me = process.pid;\n"
+            "if (!global.__left) { global.__left = 1; setInterval(() => { try { "
+            + LEFTOVER[what]
+            + " } catch (e) {} }, 2); }\n"
+        )
+        assert tools.call(sb, "file_write", {"file": "src/double.js", "content": code + fixed}).ok
+        assert tools.call(sb, "jest_run", {}).ok  # the agent's host runs it and keeps its timer
+        assert tools.call(sb, "file_write", {"file": "src/double.js", "content": fixed}).ok
+        time.sleep(0.5)  # the timer has ticked many times before the graded run
+        assert _outcome(_graded(sb)) == before
+        assert _outcome(_graded(sb)) == before  # and the next graded run
+        assert tools.call(sb, "jest_run", {}).ok  # the agent's next run, in a new host

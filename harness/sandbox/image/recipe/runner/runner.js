@@ -125,12 +125,13 @@ function runCommand(argv, { timeoutMs = 10000, outputCap = 1 << 20, cwd = WS, in
 // with Jest's own --shard, so the files run in parallel while both hosts stay loaded.
 //
 // Two sets. The agent's own runs (the `jest_run` tool, the listing at init, the suite builder's
-// mutant runs) go to `hosts`, kept warm from one run to the next. A graded run (`fresh`: every
-// verification) goes to `fresh` hosts, each of which has run nothing but the template when it takes
-// the request, serves that one run and is then ended: workspace code that outlives a run (a timer,
-// a socket, a promise job) dies with its host and is never in a process that answers a graded
-// request. Each fresh host also gets a TMPDIR of its own, made for it, so nothing an earlier run
-// of the episode left in the shared one is in its way. A replacement warms while the agent works.
+// mutant runs) go to `hosts`, kept warm from one run to the next until a graded run (`jestRun`).
+// A graded run (`fresh`: every verification) goes to `fresh` hosts, each of which has run nothing
+// but the template when it takes the request, serves that one run and is then ended: workspace
+// code that outlives a run (a timer, a socket, a promise job) dies with its host and is never in a
+// process that answers a graded request. Each fresh host also gets a TMPDIR of its own, made for
+// it, so nothing an earlier run of the episode left in the shared one is in its way. A replacement
+// warms while the agent works.
 const N_HOSTS = Math.max(1, Number(process.env.ETAI_JEST_HOSTS || 1));
 const WARM_HOSTS = process.env.ETAI_WARM_HOSTS !== '0'; // the agent's hosts are kept between its runs
 const hosts = new Array(N_HOSTS).fill(null); // each { proc, slot, set, clean, pending, tail, outN, cap, reason }
@@ -163,10 +164,13 @@ function hostArgs() {
   return heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
 }
 
-// A TMPDIR of a host's own: the sandbox user's scratch space, this host's alone.
+// A TMPDIR of a host's own: the sandbox user's scratch space, this host's alone. A fresh host's
+// stays root's (0700, as mkdtemp makes it) while the host waits, and is opened to the sandbox user
+// only when the graded run starts and none of that user's processes is left (`jestRun`): nothing
+// is put in it before the run for the run to find.
 function ownTmp(kind) {
   const dir = fs.mkdtempSync(path.join(SCRATCH, `tmp-${kind}-${++tmpSerial}-`));
-  if (AS_ROOT) fs.chmodSync(dir, 0o1777);
+  if (AS_ROOT && kind !== 'fresh') fs.chmodSync(dir, 0o1777);
   return dir;
 }
 
@@ -519,9 +523,17 @@ async function jestRun(req) {
     const h = hosts[i];
     if (h && h.stateful && h.generation !== generation) { killHost(h); hosts[i] = null; }
   }
-  // A graded run: no process that workspace code started is left to act on it (a stray of a test
-  // or a command that left its process group); the hosts it runs in are fresh (see `fresh`).
-  if (req.fresh && AS_ROOT) { await forksDone(); endProcesses(hostPids(), SANDBOX_ID); }
+  // A graded run: no process that workspace code started or ran in is left to act on it (a stray
+  // of a test or a command that left its process group, and the agent's own hosts that ran
+  // workspace code: a timer left in one could signal the graded host once it is the sandbox user,
+  // or write into its TMPDIR); the hosts it runs in are fresh (see `fresh`), and their TMPDIRs are
+  // opened to the sandbox user only now, empty. The agent's next run forks a new host.
+  if (req.fresh && AS_ROOT) {
+    await forksDone();
+    hosts.forEach((h, i) => { if (h && !h.clean) { killHost(h); hosts[i] = null; } });
+    endProcesses(hostPids(), SANDBOX_ID);
+    for (let i = 0; i < n; i++) { const h = hostIn(fresh, i); if (h.tmp) fs.chmodSync(h.tmp, 0o1777); }
+  }
   const parts = await Promise.all([...Array(n).keys()].map((i) => hostCall(set, i,
     { test_files: files, name_pattern: req.name_pattern || null, shard: n > 1 ? `${i + 1}/${n}` : null,
       protected: protectedFiles, related, scope, project_tests: related ? testFiles : null,
@@ -682,6 +694,7 @@ const handlers = {
       // Nor does anything the graded run started outlive it (a child that left its process group).
       if (AS_ROOT) endProcesses(hostPids(), SANDBOX_ID);
       refillFresh();
+      if (!hosts[0]) warmHost(hosts, 0); // the agent's, ended for the graded run
     });
   },
 
@@ -877,7 +890,8 @@ function resetContainer() {
   emptyScratch(path.dirname(WS));
   makeScratch();
   for (const h of kept) {
-    if (h.tmp) { fs.mkdirSync(h.tmp, { mode: 0o1777 }); fs.chmodSync(h.tmp, 0o1777); }
+    const mode = h.set === fresh ? 0o700 : 0o1777; // a fresh host's is opened at its graded run
+    if (h.tmp) { fs.mkdirSync(h.tmp, { mode }); fs.chmodSync(h.tmp, mode); }
   }
   testFiles = null; protectedFiles = []; pristine = null; untrusted = false; sealed.clear();
   transformKeys = null;
