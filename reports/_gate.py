@@ -30,9 +30,11 @@ import yaml
 
 from harness.base.errors import InputError
 from harness.session.records import NON_TERMINAL
+from harness.session.window import Window
 from reports import _clusters, _stats
 from reports._compare import arm_metrics, pass_at, session_values, task_metrics
 from reports._complete import for_gate
+from reports._dates import restrict
 from reports._kinds import SESSIONS, own_names, summary_value
 from reports._load import STATUSES, load
 
@@ -284,17 +286,19 @@ def gate(
     alpha: float = ALPHA,
     allow_mismatch: bool = False,
     allow_partial: bool = False,
+    window: Window | None = None,
 ) -> GateResult:
     """Check ``rules`` on one agent of each candidate run (one per suite); see the module doc.
     A run missing rows of some session cannot pass unless ``allow_partial`` (reports/_complete.py).
-    Bad input raises InputError."""
+    ``window``: only the sessions fixed inside it (reports/_dates.py; a session of the run without
+    rows still counts as missing: it is not known to be outside). Bad input raises InputError."""
     parsed = [r if isinstance(r, Rule) else parse_rule(r, alpha) for r in rules]
     if not parsed:
         raise InputError("no rules: give --rule EXPR (repeatable) or --config gate.yaml")
     cands, bases = _many(candidate), _many(baseline)
     if any(r.against_baseline for r in parsed) and not bases:
         raise InputError("a rule compares with the baseline, but no --baseline run was given")
-    runs = [(c, load(c)) for c in cands]
+    runs = [(c, restrict(load(c), window, str(c))) for c in cands]
     names = [_names(df) for _, df in runs]
     for r in parsed:
         if r.suite and not any(r.suite in n for n in names):
@@ -303,7 +307,7 @@ def gate(
                 + ", ".join(sorted({x for n in names for x in n})),
                 where=r.text,
             )
-    based = [(b, load(b)) for b in bases]
+    based = [(b, restrict(load(b), window, str(b))) for b in bases]
     several = len(runs) > 1
     arms, results, sessions, incomplete, notes = [], [], [], [], []
     base_arms = []
@@ -325,6 +329,8 @@ def gate(
             replace(x, session_id=label.replace(": ", "/") + x.session_id) for x in one.sessions
         ]
         incomplete += one.incomplete
+        if "window" in df.attrs:  # what --since/--until left out (reports/_dates.py)
+            notes.append(f"{path}: {df.attrs['window']}")
         notes += one.notes
     return GateResult(
         ", ".join(map(str, cands)),
@@ -578,7 +584,7 @@ def _sessions(rows: pd.DataFrame, arm: str) -> list[SessionResult]:
 
 def load_config(path: str | Path) -> dict[str, Any]:
     """A gate.yaml: ``rules`` (a list of rule strings) and optionally ``baseline``, ``agent``,
-    ``baseline_agent``, ``alpha``, ``allow_mismatch``, ``allow_partial``. Relative run paths are taken as they are
+    ``baseline_agent``, ``alpha``, ``allow_mismatch``, ``allow_partial``, ``since``, ``until``. Relative run paths are taken as they are
     (from the working directory), as on the command line."""
 
     p = Path(path)
@@ -589,7 +595,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise InputError(f"not YAML: {e}", where=str(p)) from None
     known = {"rules", "baseline", "agent", "baseline_agent", "alpha", "allow_mismatch"}
-    known |= {"allow_partial"}
+    known |= {"allow_partial", "since", "until"}
     if not isinstance(cfg, dict) or not isinstance(cfg.get("rules"), list) or not cfg["rules"]:
         raise InputError("expected a mapping with a non-empty list `rules`", where=str(p))
     unknown = sorted(set(cfg) - known)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.runs.results import write_json_atomic
-from reports import _clusters, view
+from reports import _clusters, _dates, view
 from reports._compare import Comparison
 from reports._figures import FIGURES
 from reports._load import STATUSES
@@ -304,8 +304,9 @@ def sections(c: Comparison, links: Links | None = None) -> list[Section]:
             (cols, [[fmt(v) for v in row] for row in c.training.itertuples(index=False)])
         )
     clusters = _clusters.section(c.arms, c.clustered)
+    dates = _dates.section(c.rows, c.arms, min(3, c.k))
     return [
-        runs, agents, clusters, curve, intents, status, cur, steps, pairs, train,
+        runs, agents, clusters, curve, intents, dates, status, cur, steps, pairs, train,
     ] + session_sections(c, links)  # fmt: skip
 
 

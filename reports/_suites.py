@@ -13,14 +13,19 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from harness.base.errors import InputError
+from harness.session.window import Window
 from reports._compare import Comparison, compare
+from reports._dates import restrict
 from reports._kinds import SESSIONS, headline
 from reports._load import load
 from reports._section import Section, cell_ci, fmt
 
 
-def by_suite(paths: Iterable[str | Path], *, allow_mismatch: bool = False) -> list[Comparison]:
-    """One Comparison per suite, in the order the suites first appear among ``paths``."""
+def by_suite(
+    paths: Iterable[str | Path], *, allow_mismatch: bool = False, window: Window | None = None
+) -> list[Comparison]:
+    """One Comparison per suite, in the order the suites first appear among ``paths``; with
+    ``window``, each on its sessions fixed inside it (reports/_dates.py)."""
     groups: dict[str, list[str | Path]] = {}
     for p in paths:
         suites = {r["suite"] for r in load(p).attrs["runs"]}
@@ -31,7 +36,10 @@ def by_suite(paths: Iterable[str | Path], *, allow_mismatch: bool = False) -> li
         groups.setdefault(suites.pop(), []).append(p)
     if not groups:
         raise InputError("no run folders given")
-    return [compare(load(g, allow_mismatch=allow_mismatch)) for g in groups.values()]
+    return [
+        compare(restrict(load(g, allow_mismatch=allow_mismatch), window, f"suite {name}"))
+        for name, g in groups.items()
+    ]
 
 
 def slug(suite: str) -> str:

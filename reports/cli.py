@@ -35,6 +35,7 @@ def add_parsers(sub) -> None:
         action="store_true",
         help="compare runs even if their sessions differ in content or suite name",
     )
+    _window_args(r, "report")
     r.add_argument(
         "--by",
         choices=("suite",),
@@ -103,6 +104,7 @@ def add_parsers(sub) -> None:
         help="gate a run that lacks rows of some of its sessions on the sessions present "
         "(else exit 3 naming them)",
     )
+    _window_args(g, "gate")
     g.add_argument("--junit", metavar="FILE", help="write JUnit XML")
     g.add_argument(
         "--markdown", metavar="FILE", help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)"
@@ -111,18 +113,33 @@ def add_parsers(sub) -> None:
     g.set_defaults(func=_gate)
 
 
+def _window_args(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--since",
+        metavar="DATE",
+        help=f"{what} only the sessions whose fix is dated on or after DATE (ISO, YYYY-MM-DD, in "
+        "UTC); sessions with no fix date are left out and counted in a note",
+    )
+    p.add_argument(
+        "--until", metavar="DATE", help="only the sessions whose fix is dated on or before DATE"
+    )
+
+
 def _report(args: argparse.Namespace) -> int:
     # the command's code, imported when it runs: `etai --help` stays fast
+    from harness.session.window import Window
     from reports import compare, load, write_report
     from reports._complete import Gaps
+    from reports._dates import restrict
 
+    window = Window.of(args.since, args.until)  # a bad date is exit 2 before any run is read
     if args.by == "suite":
         # the command's code, imported when it runs: `etai --help` stays fast
         from reports._suites import by_suite
 
-        cs = by_suite(args.runs, allow_mismatch=args.allow_mismatch)
+        cs = by_suite(args.runs, allow_mismatch=args.allow_mismatch, window=window)
     else:
-        cs = [compare(load(args.runs, allow_mismatch=args.allow_mismatch))]
+        cs = [compare(restrict(load(args.runs, allow_mismatch=args.allow_mismatch), window))]
     doc = cs if args.by == "suite" else cs[0]
     written = write_report(doc, args.out, tuple(dict.fromkeys(args.format or ["md", "html"])))
     for path in written.values():
@@ -153,11 +170,13 @@ def _view(args: argparse.Namespace) -> int:
 
 def _gate(args: argparse.Namespace) -> int:
     # the command's code, imported when it runs: `etai --help` stays fast
+    from harness.session.window import Window
     from reports import gate
     from reports._gate import ALPHA, load_config
     from reports._gate_out import markdown, write
 
     cfg = load_config(args.config) if args.config else {"rules": args.rule}
+    window = Window.of(args.since or cfg.get("since"), args.until or cfg.get("until"))
     result = gate(
         args.candidate,
         cfg["rules"],
@@ -167,6 +186,7 @@ def _gate(args: argparse.Namespace) -> int:
         alpha=args.alpha if args.alpha is not None else float(cfg.get("alpha", ALPHA)),
         allow_mismatch=args.allow_mismatch or bool(cfg.get("allow_mismatch")),
         allow_partial=args.allow_partial or bool(cfg.get("allow_partial")),
+        window=window,
     )
     write(result, junit=args.junit, md=args.markdown, json_path=args.json)
     print(markdown(result))

@@ -102,6 +102,15 @@ def add_parsers(sub) -> None:
         "dependency graph relates to the files the agent changed, of them those with a test "
         "passing at the start (related, the default; docs/grading.md), or every one (whole)",
     )
+    r.add_argument(
+        "--since",
+        metavar="DATE",
+        help="only sessions whose fix is dated on or after DATE (ISO, YYYY-MM-DD, in UTC); "
+        "sessions with no fix date are left out and counted",
+    )
+    r.add_argument(
+        "--until", metavar="DATE", help="only sessions whose fix is dated on or before DATE"
+    )
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=_run)
 
@@ -150,6 +159,7 @@ def add_parsers(sub) -> None:
 def _run(args: argparse.Namespace) -> int:
     # the command's code, imported when it runs: `etai --help` stays fast
     from harness.runs.runner import run
+    from harness.session.window import note as window_note
 
     options = {
         k: v
@@ -175,7 +185,12 @@ def _run(args: argparse.Namespace) -> int:
         executor=_executor(args),
         allow_missing=args.allow_missing,
         regression=args.regression,
+        since=args.since,
+        until=args.until,
     )
+    window = summary.get("fix_window")
+    if window:  # stderr: the table or JSON on stdout stays as it is
+        print(f"etai run: {window_note(window)}", file=sys.stderr)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

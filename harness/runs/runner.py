@@ -24,6 +24,7 @@ from harness.grading.verify import check_regression
 from harness.runs.executors import parse
 from harness.runs.results import RunFolder
 from harness.sandbox import reap_own
+from harness.session.window import Window
 from harness.suites.kinds import RunSettings, kind_of
 
 
@@ -43,6 +44,8 @@ def run(
     executor: str = "local",
     allow_missing: bool = False,
     regression: str = "related",
+    since: str | None = None,
+    until: str | None = None,
 ) -> dict[str, Any]:
     """Run ``agents`` (spec strings) on ``suite``; return the summary (also written to summary.json).
 
@@ -53,6 +56,8 @@ def run(
     ``allow_missing``: a ``replay:`` file may lack episodes of the run (each a rollout of no actions).
     ``regression``: ``related`` (a graded run runs the verification files and the test files related
     to what the episode changed) or ``whole`` (every test file); see harness.grading.verify.
+    ``since``/``until``: ISO dates; only the sessions whose fix fell in that window, both days
+    included (harness/session/window.py); the summary's ``fix_window`` counts those left out.
     Everything the caller gave is checked before anything runs (InputError); the run folder is held
     for the run's life (``RunFolder``: a second run on it is refused).
     """
@@ -68,9 +73,14 @@ def run(
         executor=executor,
         allow_missing=allow_missing,
         regression=_regression(regression),
+        fix_window=Window.of(since, until) or None,
     )
     kind = kind_of(suite)
     _check_executor(kind, executor)
+    if settings.fix_window and kind.name != "sessions":
+        raise InputError(
+            f"a {kind.name} task has no fix date to window on", where="--since/--until"
+        )
     opened = kind.open(suite, agents, settings)
     try:
         with RunFolder(out or Path("runs") / opened.name) as folder:

@@ -28,6 +28,7 @@ from harness.runs.session_jobs import EpisodeJob, SessionRecipe, SessionWorker, 
 from harness.sandbox import require_kind
 from harness.session.model import Session, Suite
 from harness.session.records import NON_TERMINAL, SCHEMA_VERSION
+from harness.session.window import Window
 from harness.suites.kinds import SUITE_KINDS, RunSettings, extra_metrics, pass_ks
 from harness.suites.load import DEFAULTS, load_suite
 
@@ -77,6 +78,9 @@ class SessionKind:
             if unknown:
                 raise InputError(f"unknown session id(s): {', '.join(unknown)}", where="--session")
             sessions = [s for s in sessions if s.session_id in wanted]
+        window = None
+        if settings.fix_window:
+            sessions, window = _windowed(st, sessions, settings.fix_window)
         require_kind(settings.sandbox)
         ctx = AgentContext(st, dict(settings.options))
         agent_objs = []
@@ -92,7 +96,7 @@ class SessionKind:
                 a.close()
             raise
         resolved = dataclasses.replace(settings, k=k, max_steps=max_steps)
-        return OpenSessions(st, sessions, agent_objs, ctx, resolved)
+        return OpenSessions(st, sessions, agent_objs, ctx, resolved, window)
 
     def table(self, summary: dict[str, Any]) -> str:
         return session_table(summary)
@@ -105,6 +109,7 @@ class OpenSessions:
     agents: list
     ctx: AgentContext
     settings: RunSettings  # k and max_steps resolved against the suite's defaults
+    window: dict[str, Any] | None = None  # --since/--until and what they left out (summary.json)
 
     @property
     def name(self) -> str:
@@ -116,6 +121,26 @@ class OpenSessions:
     def close(self) -> None:
         for a in self.agents:
             a.close()
+
+
+def _windowed(st: Suite, sessions: list[Session], w: Window) -> tuple[list[Session], dict]:
+    """The sessions fixed inside ``w``, and what the summary says of the window; InputError when
+    none is (a run of nothing is never a pass)."""
+    got = w.pick(sessions, lambda s: s.fix_date, lambda s: f"session {s.session_id}")
+    undated = [s.session_id for s in got.undated]
+    if not got.kept:
+        raise InputError(
+            f"no session of {st.name} was {w.describe()} ({len(got.outside)} outside the window, "
+            f"{len(undated)} without a fix date)",
+            where="--since/--until",
+        )
+    return got.kept, {
+        "since": str(w.since) if w.since else None,
+        "until": str(w.until) if w.until else None,
+        "kept": len(got.kept),
+        "outside": len(got.outside),
+        "undated": undated,
+    }
 
 
 def _run(op: OpenSessions, out: Path) -> dict[str, Any]:
@@ -232,6 +257,7 @@ def _summary(op: OpenSessions, store: ResultStore, keys: list[str], image: str |
         # what reports/_complete.py holds the rows to: the sessions this command ran, and every
         # session of the suite by content (a row of none of them is not this suite's)
         "sessions": [x.session_id for x in op.sessions],
+        **({"fix_window": op.window} if op.window else {}),
         "suite_sessions": {x.session_id: x.content_hash for x in st.sessions},
         "out": str(store.dir),
         "agents": {

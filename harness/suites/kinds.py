@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from harness.base.errors import InputError
 from harness.base.registry import Registry
+from harness.session.window import Window
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class RunSettings:
     )
     allow_missing: bool = False  # a replay file without a line for some episode: score it empty
     regression: str = "related"  # which test files a graded run runs (harness.grading.verify)
+    # --since/--until: only the sessions fixed in this window (harness/session/window.py); None: all
+    fix_window: Window | None = None
 
 
 class OpenSuite(Protocol):

@@ -23,6 +23,7 @@ SECTIONS = [
     "clusters",
     "pa-curve",
     "intents",
+    "dates",
     "statuses",
     "cursor",
     "steps-to-green",
@@ -37,6 +38,7 @@ TITLES = [
     "Error bars by project",
     "Path Accuracy@1..k",
     "Per-intent breakdown",
+    "Results by fix date",
     "Status breakdown",
     "Cursor-error distribution",
     "Steps to green",
@@ -45,7 +47,9 @@ TITLES = [
     "Every session",
     "Sessions whose status changed",
 ]
-FIGURES = [s for s in SECTIONS if s not in ("runs", "agents", "clusters", "sessions", "changes")]
+FIGURES = [
+    s for s in SECTIONS if s not in ("runs", "agents", "clusters", "dates", "sessions", "changes")
+]
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
