@@ -28,6 +28,16 @@ def add_parser(suite_sub) -> None:
     )  # fmt: skip
     f.add_argument("--only", metavar="PROJECT", help="only this project's sessions")
     f.add_argument(
+        "--lite", action="store_true",
+        help="only the lite subset: at most 60 sessions stratified by project and fix size, the "
+        "same for a version every time (docs/guides/etai-js.md); suites named etai-js@N-lite-NAME",
+    )  # fmt: skip
+    f.add_argument(
+        "--list", action="store_true",
+        help="print the sessions the fetch would build (id, project, fix size and its class, fix "
+        "date) and exit without fetching",
+    )  # fmt: skip
+    f.add_argument(
         "--mirror", metavar="DIR",
         help="offline: a folder of git bundles (NAME.bundle), bare repositories (NAME.git) or "
         "clones (NAME/), NAME the project's or its repository's; default: clone each URL",
@@ -39,10 +49,13 @@ def add_parser(suite_sub) -> None:
 
 def _fetch(args: argparse.Namespace) -> int:
     # the command's code, imported when it runs: `etai --help` stays fast
-    from harness.authoring.etai_js import manifest
+    from harness.authoring.etai_js import lite, manifest
     from harness.authoring.etai_js.fetch import fetch
 
-    m = manifest.load(args.manifest)
+    whole = manifest.load(args.manifest)
+    m = lite.of(whole) if args.lite else whole
+    if args.list:
+        return _list(m, lite.size_classes(whole.rows), args.only)
     out = Path(args.out or f"runs/{m.label}")
     done = fetch(
         m, out, only=args.only, mirror=Path(args.mirror) if args.mirror else None,
@@ -51,4 +64,21 @@ def _fetch(args: argparse.Namespace) -> int:
     for name, r in done.items():
         print(f"{name}: {r['sessions']} sessions ({r['built']} built, {r['skipped']} already "
               f"there) -> etai run --suite {r['suite']}")  # fmt: skip
+    return 0
+
+
+def _list(m, classes: dict[str, str], only: str | None) -> int:
+    """Each session of ``m`` with its fix size and size class (``classes``: over the whole
+    version, as the lite rule ranks them)."""
+    # the command's code, imported when it runs: `etai --help` stays fast
+    from harness.authoring.etai_js.lite import fix_size
+    from harness.base.errors import InputError
+
+    if only is not None and only not in m.projects:
+        raise InputError(f"no project {only!r} in {m.label}", where="--only")
+    rows = [r for r in m.rows if only in (None, r["project"])]
+    for r in rows:
+        print(f"{r['session_id']}\t{r['project']}\t{fix_size(r)}\t{classes[r['session_id']]}"
+              f"\t{r['fix_date']}")  # fmt: skip
+    print(f"{m.label}: {len(rows)} session(s)", file=sys.stderr)
     return 0

@@ -66,10 +66,13 @@ class Manifest:
     folder: Path
     projects: dict[str, Project]
     rows: list[dict[str, Any]] = field(repr=False)
+    subset: str | None = (
+        None  # "lite": the rows of its lite subset (harness/authoring/etai_js/lite.py)
+    )
 
     @property
     def label(self) -> str:
-        return f"{FORMAT}@{self.version}"
+        return f"{FORMAT}@{self.version}" + (f"-{self.subset}" if self.subset else "")
 
 
 def find(name: str | Path) -> Path:
