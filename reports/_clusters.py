@@ -92,6 +92,45 @@ def headline(df: pd.DataFrame, k: int) -> dict[str, dict[str, Any] | None]:
     return out
 
 
+def pooled(cs: list[Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """pass@1 and PA@min(3, k) of every model over the rows of all the session suites of a report
+    by suite (Comparisons), each with its clustered standard errors: the rate of a benchmark that
+    comes as one suite per project (etai-js), where no single suite has more than one project.
+    Returns (arm -> those cells, the suites pooled); only arms of every one of those suites."""
+    sessions = [c for c in cs if c.kind == "sessions" and len(c.rows)]
+    if len(sessions) < 2:
+        return {}, []
+    k = min(3, *(c.k for c in sessions))
+    every = set.intersection(*(set(c.arms) for c in sessions))
+    frames = []
+    for c in sessions:
+        rows = c.rows[c.rows["arm"].isin(every)].copy()
+        rows["session_id"] = c.suite + "/" + rows["session_id"].astype(str)  # ids are per suite
+        frames.append(rows)
+    rows = pd.concat(frames, ignore_index=True)
+    arms = [a for a in sessions[0].arms if a in every]
+    out = {}
+    for a in arms:
+        mine = rows[rows["arm"] == a]
+        out[a] = {"pass@1": clustered(mine, "pass"), f"PA@{k}": clustered(mine, "pa", k)}
+    return out, [c.suite for c in sessions]
+
+
+def pooled_section(cs: list[Any]) -> Section | None:
+    by_arm, suites = pooled(cs)
+    if not suites:
+        return None
+    s = section(list(by_arm), by_arm)
+    s.id, s.title = "pooled", "Pooled over suites: error bars by project"
+    s.text.insert(
+        0,
+        f"Every model run on all of {', '.join(suites)}, its episodes pooled: the rate of a "
+        "benchmark that comes as one suite per project (etai suite fetch writes one per project), "
+        "where only the pooled rate has more than one project to cluster by.",
+    )
+    return s
+
+
 def section(arms: list[str], by_arm: dict[str, dict[str, dict[str, Any] | None]]) -> Section:
     """The report's table: every arm's headline rates with both standard errors."""
     names = list(dict.fromkeys(n for m in by_arm.values() for n in m))

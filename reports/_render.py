@@ -383,8 +383,12 @@ def to_html(secs: list[Section], figures: dict[str, bytes]) -> str:
 
 
 def to_json(c: Comparison | list[Comparison]) -> dict[str, Any]:
-    if isinstance(c, list):  # by suite: each suite's numbers, in order
-        return {"suites": [{"suite": x.suite, "kind": x.kind, **to_json(x)} for x in c]}
+    if isinstance(c, list):  # by suite: each suite's numbers, in order, and what pools them
+        pooled, suites = _clusters.pooled(c)
+        return {
+            "suites": [{"suite": x.suite, "kind": x.kind, **to_json(x)} for x in c],
+            "pooled": {"suites": suites, "arms": pooled},
+        }
 
     def clean(x: Any) -> Any:
         if isinstance(x, float) and math.isnan(x):
@@ -433,6 +437,8 @@ def document(
     from reports._suites import matrix, slug
 
     secs, figures = [matrix(c)], {}
+    both = _clusters.pooled_section(c)
+    secs += [both] if both else []
     for x in c:
         own, drawn = document(x, draw, links)
         p = slug(x.suite)

@@ -144,3 +144,38 @@ def test_nothing_varied_states_no_detectable_difference(tmp_path):
     r = json.loads((tmp_path / "g.json").read_text())["rules"][0]
     assert r["se_project"] == 0.0 and r["mde"] is None
     assert "nothing varied between sessions" in r["detail"]
+
+
+def test_report_by_suite_pools_one_suite_per_project(tmp_path):
+    """A benchmark fetched as one suite per project: each suite alone has one project (no
+    project-level error), the pooled rate has both. p1's three sessions pass, p2's three fail:
+    mean 0.5, by session sqrt(0.05), by project 0.5 (the example of tests/reports/test_stats.py)."""
+    runs = []
+    for suite, project, ok in (("bench-p1", "p1", True), ("bench-p2", "p2", False)):
+        store = ResultStore(tmp_path / suite)
+        for i in range(3):
+            store.append(
+                row(f"s{i}", "m", "passed" if ok else "failed", steps_to_green=1 if ok else None,
+                    project=project, suite=suite)
+            )  # fmt: skip
+        write_json_atomic(
+            tmp_path / suite / "summary.json", {"suite": suite, "k": 3, "complete": True}
+        )
+        runs.append(str(tmp_path / suite))
+    out = tmp_path / "rep"
+    p = etai(
+        "report", *runs, "--by", "suite", "--out", str(out), "--format", "json", "--format", "md"
+    )
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["pooled"]["suites"] == ["bench-p1", "bench-p2"]
+    for name in ("pass@1", "PA@3"):
+        cell = doc["pooled"]["arms"]["m"][name]
+        assert cell["value"] == 0.5 and (cell["sessions"], cell["projects"]) == (6, 2)
+        assert cell["se_session"] == pytest.approx(0.05**0.5)
+        assert cell["se_project"] == pytest.approx(0.5)
+    alone = doc["suites"][0]["clustered"]["m"]["pass@1"]
+    assert alone["projects"] == 1 and alone["se_project"] is None
+    md = (out / "report.md").read_text()
+    assert "## Pooled over suites: error bars by project" in md
+    assert "| m | pass@1 | 0.500 | 0.224 | 0.500 | 2.24 | 6 | 2 |" in md
