@@ -11,8 +11,10 @@ replaces (a session's cursor error is measured against where the fix goes).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
+from harness.authoring import eligibility
 from harness.grading.verify import is_protected
 from harness.runs.session_jobs import local_preflights
 from harness.session.model import Session, Suite
@@ -67,6 +69,69 @@ def trace_problems(s: Session) -> list[str]:
         if not a <= offset <= b:
             problems.append(f"cursor_target {t.line}:{t.column} is outside the text the fix edits")
     return problems
+
+
+_CODE_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx")
+
+
+@dataclass(frozen=True)
+class HeldOutAudit:
+    """A session's held-out cases read against the cases that stay visible (no Jest)."""
+
+    session_id: str
+    held_out: tuple[str, ...]  # case ids
+    twins: tuple[tuple[str, str], ...]  # (held-out case, a visible twin of it)
+
+
+def held_out_audit(s: Session) -> HeldOutAudit:
+    """Which held-out cases of ``s`` have a twin (eligibility.is_twin: the same shape, or the same
+    literal values) among the cases that stay visible, read with the parser the split uses.
+
+    Held out are the cases of each held-out file that its workspace copy (a file the session ships
+    stripped of them) lacks; the same case in both is matched by name, shape and literals. Visible
+    are the cases of every workspace test file (``is_protected``, code extensions). The audit
+    re-reads a finished suite, whoever wrote it (built, mined, fetched or by hand), rather than
+    trusting the counts its builder wrote."""
+    from harness.grading.cases import all_cases
+
+    def texts(pairs) -> dict[str, str]:
+        return {
+            rel: data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+            for rel, data in pairs
+            if rel.endswith(_CODE_EXTS)
+        }
+
+    held_files = texts(s.held_out.items())
+    if not held_files:
+        return HeldOutAudit(s.session_id, (), ())
+    ws = s.workspace
+    visible_files = texts(
+        (p.relative_to(ws).as_posix(), p.read_text(encoding="utf-8", errors="replace"))
+        for p in sorted(ws.rglob("*"))
+        if p.is_file()
+        and "node_modules" not in p.relative_to(ws).parts
+        and is_protected(p.relative_to(ws).as_posix())
+    )
+    visible = eligibility.cases_of(all_cases(visible_files), visible_files)
+    held_all = eligibility.cases_of(all_cases(held_files), held_files)
+
+    def key(c: eligibility.Case) -> tuple:
+        name = c.id.split("::", 1)[1]
+        return (c.id.split("::", 1)[0], None if name.startswith("@") else name, c.shape, c.literals)
+
+    stays = Counter(key(c) for c in visible if c.id.split("::", 1)[0] in held_files)
+    held = []
+    for c in held_all:
+        if stays[key(c)] > 0:
+            stays[key(c)] -= 1  # the same case, in the file's visible copy too
+        else:
+            held.append(c)
+    twins = tuple(
+        (c.id, next(v.id for v in visible if eligibility.is_twin(c, v)))
+        for c in held
+        if any(eligibility.is_twin(c, v) for v in visible)
+    )
+    return HeldOutAudit(s.session_id, tuple(c.id for c in held), twins)
 
 
 def check_suite(

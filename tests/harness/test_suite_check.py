@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.authoring.check import trace_problems
+from harness.authoring.check import held_out_audit, trace_problems
 from harness.cli import main
 from harness.suites.load import load_suite
 
@@ -64,6 +64,60 @@ def test_the_trace_is_read_as_text(tmp_path, make_suite, mutate, expected):
     [session] = load_suite(root).sessions
     got = trace_problems(session)
     assert len(got) == len(expected) and all(g.startswith(e) for g, e in zip(got, expected)), got
+
+
+HELD = "held_out/semver-unescaped-dot/tests/semver.held-out.test.js"
+VISIBLE = "workspaces/semver-unescaped-dot/tests/semver.test.js"
+# A visible case of VISIBLE under another name, and a case of its own.
+TWIN = (
+    "\ntest('a plain release, again', () => {\n"
+    "  expect(parse('v1.12.3')).toEqual({ major: 1, minor: 12, patch: 3, prerelease: null });\n});\n"
+)
+OWN = "\ntest('a release with a build tag', () => {\n  expect(parse('1.2.3+7')).toBeNull();\n});\n"
+
+
+def test_held_out_cases_are_read_against_the_visible_ones(tmp_path, make_suite, capsys):
+    root = make_suite(tmp_path / "ok", [SID])
+    [s] = load_suite(root).sessions
+    audit = held_out_audit(s)
+    assert len(audit.held_out) >= 3 and audit.twins == (), audit
+    assert main(["suite", "validate", str(root)]) == 0
+    assert f"held-out cases: {len(audit.held_out)} in 1 sessions, 0 with a visible twin" in (
+        capsys.readouterr().out
+    )
+
+    # A held-out case that is a visible one renamed: refused, named with its twin.
+    with (root / HELD).open("a") as f:
+        f.write(TWIN)
+    [s] = load_suite(root).sessions
+    assert held_out_audit(s).twins == (
+        (
+            "tests/semver.held-out.test.js::a plain release, again",
+            "tests/semver.test.js::parse parses a plain release with a leading v",
+        ),
+    )
+    assert main(["suite", "validate", str(root)]) == 2
+    captured = capsys.readouterr()
+    assert (
+        f"FAIL  {SID}: held-out case tests/semver.held-out.test.js::a plain release, again has a "
+        "visible twin tests/semver.test.js::parse parses a plain release with a leading v"
+    ) in captured.out
+    assert "1 of " in captured.err and "held-out cases have a visible twin" in captured.err
+
+
+def test_a_held_out_file_that_replaces_a_visible_one_holds_out_only_what_it_adds(
+    tmp_path, make_suite
+):
+    root = make_suite(tmp_path / "s", [SID])
+    held_dir = root / "held_out" / SID / "tests"
+    for f in held_dir.iterdir():
+        f.unlink()
+    # The workspace ships the file stripped; the held-out copy is the whole file.
+    (held_dir / "semver.test.js").write_text((root / VISIBLE).read_text() + OWN)
+    [s] = load_suite(root).sessions
+    audit = held_out_audit(s)
+    assert audit.held_out == ("tests/semver.test.js::a release with a build tag",)
+    assert audit.twins == ()
 
 
 @pytest.mark.docker
