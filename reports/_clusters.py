@@ -159,7 +159,8 @@ def section(arms: list[str], by_arm: dict[str, dict[str, dict[str, Any] | None]]
         "they share a code base, so they are not independent). A session that names no project "
         "is a project of its own. The ratio is the design effect's square root: how much wider "
         "the project-level error bar is. With one project no spread between projects is seen, and "
-        "the by-project error is – (docs/metrics.md)."
+        "the by-project error is –; with few projects it is imprecise itself and can come out "
+        "smaller by chance (docs/metrics.md)."
     ]
     if projects == "1":
         text.append("Every session here is of one project: the by-project error is undefined.")

@@ -522,21 +522,23 @@ def _with_errors(
     one: RuleResult, r: Rule, spread: dict[str, Any] | None, what: str = "value"
 ) -> RuleResult:
     """``one`` with its standard errors, and the minimum detectable effect of a one-sided test at
-    the rule's alpha with 80% power: by the project-level error, or by the session-level one
-    where every session is of one project (said in the detail)."""
+    the rule's alpha with 80% power, by the larger of the two errors (said in the detail): the
+    project-level one, unless every session is of one project (it is undefined) or it came out
+    smaller, which a few projects allow by chance and a gate must not claim as precision."""
     if spread is None:
         return one
-    by = "project" if spread["se_project"] is not None else "session"
-    se = spread[f"se_{by}"]
-    smallest = _stats.mde(se, r.alpha)
+    s_se, p_se = spread["se_session"], spread["se_project"]
+    by = "project" if p_se is not None and p_se >= (s_se or 0.0) else "session"
+    smallest = _stats.mde(spread[f"se_{by}"], r.alpha)
+    why = "" if by == "project" else ": one project" if p_se is None else ": the larger here"
     note = (
-        f"; SE of the {what} {_se(spread['se_session'])} by session, "
-        f"{_se(spread['se_project'])} by project ({spread['projects']} project(s))"
+        f"; SE of the {what} {_se(s_se)} by session, "
+        f"{_se(p_se)} by project ({spread['projects']} project(s))"
     )
     if smallest is not None:
         note += (
             f"; smallest detectable difference {smallest:.3g} (alpha={r.alpha:g} one-sided, "
-            f"80% power, {by}-level SE{'' if by == 'project' else ': one project'})"
+            f"80% power, {by}-level SE{why})"
         )
     else:
         note += "; no detectable difference stated: nothing varied between sessions"

@@ -179,3 +179,35 @@ def test_report_by_suite_pools_one_suite_per_project(tmp_path):
     md = (out / "report.md").read_text()
     assert "## Pooled over suites: error bars by project" in md
     assert "| m | pass@1 | 0.500 | 0.224 | 0.500 | 2.24 | 6 | 2 |" in md
+
+
+def test_gate_sizes_by_the_larger_error_when_projects_agree_by_chance(tmp_path):
+    # p1 and p2 both pass, fail, pass: every project's residuals sum to 0, so the project SE is 0
+    # (two projects that happen to agree). By session: mean 2/3, residuals +1/3 (four) and -2/3
+    # (two), s² = (4/9 + 8/9)/5 = 4/15, SE = sqrt(4/15/6) = sqrt(2/45)
+    store = ResultStore(tmp_path / "run")
+    for i, (project, ok) in enumerate(
+        [("p1", 1), ("p1", 0), ("p1", 1), ("p2", 1), ("p2", 0), ("p2", 1)]
+    ):
+        store.append(
+            row(
+                f"s{i}",
+                "m",
+                "passed" if ok else "failed",
+                steps_to_green=1 if ok else None,
+                project=project,
+            )
+        )
+    write_json_atomic(
+        tmp_path / "run" / "summary.json", {"suite": "hand", "k": 3, "complete": True}
+    )
+    p = etai(
+        "gate", str(tmp_path / "run"), "--rule", "pass@1>=0.5", "--json", str(tmp_path / "g.json")
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = json.loads((tmp_path / "g.json").read_text())["rules"][0]
+    assert r["se_project"] == pytest.approx(0.0, abs=1e-12)
+    assert r["se_session"] == pytest.approx((2 / 45) ** 0.5)
+    assert r["mde_by"] == "session"
+    assert r["mde"] == pytest.approx((1.644854 + 0.841621) * (2 / 45) ** 0.5, rel=1e-5)
+    assert "session-level SE: the larger here" in r["detail"]
