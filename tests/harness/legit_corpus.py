@@ -6,15 +6,57 @@ equality testers; snapshots on disk and inline; each; async, done callbacks, res
 expect.assertions; node's assert; isolateModules and requireActual; process.env; source code that
 assigns inherited names (Error subclasses, toString, constructor, ES5 subclasses of TypeError and
 RangeError, and exports named as Object.prototype's methods, as Babel compiles `export function
-hasOwnProperty`); a library that probes `process.binding` and falls back (chai 4); empty test
-and describe titles.
+hasOwnProperty`); ES5-style subclasses of Map and Set that assign `constructor` and `toString` on
+their prototype; a class with a static `Symbol.hasInstance` (a brand check); a library that probes
+`process.binding` and falls back (chai 4); empty test and describe titles.
 """
 
 from __future__ import annotations
 
+import json
+
 SNAP = (
     "// Jest Snapshot v1, https://goo.gl/fbAQLP\n\n"
     'exports[`snapshots on disk 1`] = `\n{\n  "when": 1700000000000,\n  "who": "ada",\n}\n`;\n'
+)
+
+# ES5-style subclasses of Map and Set (Object.create and TypeScript's __extends onto a Map heir).
+COLLECTIONS = (
+    "function Registry() { var m = new Map(); Object.setPrototypeOf(m, Registry.prototype); return m; }\n"
+    "Registry.prototype = Object.create(Map.prototype);\nRegistry.prototype.constructor = Registry;\n"
+    "Registry.prototype.names = function () { return Array.from(this.keys()).sort(); };\n"
+    "function TagSet(xs) { var s = new Set(xs); Object.setPrototypeOf(s, TagSet.prototype); return s; }\n"
+    "TagSet.prototype = Object.create(Set.prototype);\nTagSet.prototype.constructor = TagSet;\n"
+    "TagSet.prototype.toString = function () { return Array.from(this).join(','); };\n"
+    "function __extends(d, b) { function __() { this.constructor = d; } __.prototype = b.prototype; d.prototype = new __(); }\n"
+    "function Cache() { var m = new Map(); Object.setPrototypeOf(m, Cache.prototype); return m; }\n"
+    "__extends(Cache, Map);\nCache.prototype.valueOf = function () { return this.size; };\n"
+    "module.exports = { Registry, TagSet, Cache };\n"
+)
+BUILTINS_SUBCLASS_TESTS = (
+    "const { Registry, TagSet, Cache } = require('../src/collections');\n"
+    "test('ES5 subclasses of Map and Set', () => {\n  const r = new Registry();\n  r.set('b', 2).set('a', 1);\n"
+    "  expect(r).toBeInstanceOf(Map);\n  expect(r.constructor).toBe(Registry);\n  expect(r.names()).toEqual(['a', 'b']);\n"
+    "  expect(String(new TagSet(['x', 'y']))).toBe('x,y');\n  expect(new TagSet(['x']).constructor).toBe(TagSet);\n"
+    "  const c = new Cache();\n  c.set(1, 1);\n  expect(c.constructor).toBe(Cache);\n  expect(+c).toBe(1);\n"
+    "  expect(new Map().constructor).toBe(Map);\n  expect(new Set([1])).toEqual(new Set([1]));\n});\n"
+)
+# A brand check: an object revived from JSON counts as a Money without being made by its constructor.
+BRAND = (
+    "const BRAND = Symbol.for('corpus.money');\n"
+    "class Money {\n  constructor(cents) { this.cents = cents; this[BRAND] = true; }\n"
+    "  static [Symbol.hasInstance](v) { return v != null && v[BRAND] === true; }\n}\n"
+    "class Refused extends Error {\n  static [Symbol.hasInstance](v) { return v instanceof Error && v.code === 'REFUSED'; }\n}\n"
+    "const revive = (o) => ({ cents: o.cents, [BRAND]: true });\n"
+    "const refuse = () => { const e = new Error('no'); e.code = 'REFUSED'; throw e; };\n"
+    "module.exports = { Money, Refused, revive, refuse };\n"
+)
+HAS_INSTANCE_TESTS = (
+    "const { Money, Refused, revive, refuse } = require('../src/brand');\n"
+    "test('a class with a static Symbol.hasInstance', () => {\n"
+    "  expect(revive({ cents: 5 })).toBeInstanceOf(Money);\n  expect({ cents: 5 }).not.toBeInstanceOf(Money);\n"
+    "  expect({ m: revive({ cents: 1 }) }).toEqual({ m: expect.any(Money) });\n"
+    "  expect(refuse).toThrow(Refused);\n  expect(new Money(2) instanceof Money).toBe(true);\n});\n"
 )
 
 FILES = {
@@ -43,6 +85,10 @@ FILES = {
     "src/probe.js": "let details = null;\n"
     "try { details = process.binding('util').getPromiseDetails; } catch (notNode) { /* ignore */ }\n"
     "exports.describe = (p) => (details ? 'Promise{native}' : 'Promise{…}');\n",
+    "src/collections.js": COLLECTIONS,
+    "src/brand.js": BRAND,
+    "tests/builtins.test.js": BUILTINS_SUBCLASS_TESTS,
+    "tests/brand.test.js": HAS_INSTANCE_TESTS,
     "src/files.js": "const fs = require('fs');\nexports.size = (p) => fs.readFileSync(p, 'utf8').length;\n",
     "src/api.js": "exports.fetchUser = async (id) => ({ id, real: true });\n",
     "src/__mocks__/api.js": "exports.fetchUser = async (id) => ({ id, mocked: true });\n",
@@ -137,4 +183,29 @@ FILES = {
     ),
 }
 CONFIG = {"setupFilesAfterEnv": ["<rootDir>/jest.setup.js"]}
-N_TESTS = 28  # every one passes, under stock Jest and under the guard
+N_TESTS = 30  # every one passes, under stock Jest and under the guard
+
+
+def stock(sb) -> list[tuple[str, str, str]]:
+    """What stock Jest reports for the project in sandbox ``sb``: (file, full name, status) of each
+    test, sorted."""
+    out = sb.exec(
+        ["node", "/opt/etai/node_modules/jest/bin/jest.js", "--ci", "--json", "--silent"],
+        timeout=60,
+    )
+    report = json.loads(out.stdout)
+    return sorted(
+        (r["name"].removeprefix("/scratch/ws/"), t["fullName"], t["status"])
+        for r in report["testResults"]
+        for t in r["assertionResults"]
+    )
+
+
+def graded(sb):
+    """A guarded run of every test in sandbox ``sb``, as the harness reads it (a JestResult)."""
+    from harness.grading.jest import from_runner
+
+    answer = sb.request(
+        "jest", {"timeout_ms": 60000, "output_cap": sb.limits.output_cap}, timeout=60
+    )
+    return from_runner(answer)

@@ -348,6 +348,24 @@ TECHNIQUES = [
         "try { Date.prototype.valueOf = () => 0; Date.prototype.getTime = () => 0; Math.abs = () => 0; } catch (e) {}",
     ),
     Technique(
+        "override-setter-plants-on-framework",
+        "intrinsics",
+        "try { const setters = {}; for (const P of [Map.prototype, Set.prototype, String.prototype, Number.prototype,"
+        " Symbol.prototype, Object.getPrototypeOf(Int8Array.prototype)]) for (const k of Reflect.ownKeys(P)) {"
+        " const d = Object.getOwnPropertyDescriptor(P, k); if (d.set && !setters[k]) setters[k] = d.set; }"
+        " const yes = function () { return { pass: !this.isNot, message: () => '' }; };"
+        " const t = globalThis[Symbol.for('$$jest-matchers-object')];"
+        " const targets = [t, t && t.matchers, t && t.state, expect, expect.not, expect.getState(),"
+        " Object.prototype, Function.prototype, Error.prototype, Map.prototype, Set.prototype, Array.prototype,"
+        " Promise.prototype, globalThis];"
+        " if (t) for (const k of Object.keys(t.matchers)) targets.push(t.matchers[k]);"
+        " for (const o of targets) for (const k of Object.keys(setters)) {"
+        " try { setters[k].call(o, k === 'constructor' ? Object : yes); } catch (e) {}"
+        " try { Reflect.set(Map.prototype, k, yes, o); } catch (e) {} } } catch (e) {}",
+        note="the setters that let ES5 subclasses assign constructor, toString, valueOf and toLocaleString "
+        "on heirs of frozen prototypes, called on the framework's objects and the prototypes themselves",
+    ),
+    Technique(
         "function-has-instance",
         "intrinsics",
         "try { Object.defineProperty(Function.prototype, Symbol.hasInstance, { value: () => true }); } catch (e) {}",
@@ -376,6 +394,30 @@ TECHNIQUES = [
         WRAP_EXPORTS
         + "try { __etaiWrap((f) => { if (/^class /.test(String(f)) || (f.prototype && f.prototype instanceof Error))"
         " try { Object.defineProperty(f, Symbol.hasInstance, { value: () => true }); } catch (e) {} return f; }); } catch (e) {}",
+    ),
+    Technique(
+        "class-body-lookalike-has-instance",
+        "values",
+        WRAP_EXPORTS
+        + "try { const claim = ({ [Symbol.hasInstance](v) { return true; } })[Symbol.hasInstance];"
+        " __etaiWrap((f) => { if (/^class /.test(String(f)) || (f.prototype && f.prototype instanceof Error))"
+        " try { Object.defineProperty(f, Symbol.hasInstance, { value: claim, writable: true, configurable: true }); }"
+        " catch (e) {} return f; }); } catch (e) {}",
+        note="every class claims every value with a method written as a class body's static one is, "
+        "planted from outside the class (the guard accepts only one standing in the class's own text)",
+    ),
+    Technique(
+        "has-instance-after-matcher-made",
+        "values",
+        WRAP_EXPORTS
+        + f"try {{ const isClass = {IS_CLASS}; const claimAll = () => {{ for (const v of Object.values(module.exports))"
+        " if (isClass(v)) try { Object.defineProperty(v, Symbol.hasInstance, { value: () => true, configurable: true }); }"
+        " catch (e) {} };"
+        " __etaiWrap((f) => (isClass(f) ? f : function (...a) { const r = f.apply(this, a);"
+        " if (!r || typeof r !== 'object') return r;"
+        " return new Proxy(r, { get(t, k, rc) { claimAll(); return Reflect.get(t, k, rc); } }); })); } catch (e) {}",
+        note="classes claim every value only once a comparison reads the returned value, after the test's "
+        "expect.any(Class) was made and checked",
     ),
     # ---------------------------------------------------------------- the module system
     Technique(
@@ -1058,6 +1100,11 @@ CORE = (
     "date-and-math",
     "fake-asymmetric-results",
     "classes-claim-every-instance",
+    # What the guard accepts of real code (overridable names on frozen prototypes, a class's own
+    # static Symbol.hasInstance), turned against it.
+    "override-setter-plants-on-framework",
+    "class-body-lookalike-has-instance",
+    "has-instance-after-matcher-made",
     "fixture-through-module-parent",
     "mock-test-data-from-source",
     "poison-transform-cache",

@@ -27,7 +27,6 @@ import tamper_corpus
 from pools import first_in_line
 
 from harness import sandbox
-from harness.grading.jest import from_runner
 from harness.runs.session_jobs import local_preflights
 from harness.sandbox import Status
 from harness.suites.load import load_suite
@@ -206,21 +205,9 @@ def test_legitimate_tests_stay_green_and_match_stock_jest(image, make_project, t
     files = {k: v for k, v in legit_corpus.FILES.items() if v is not None}
     root = make_project(tmp_path / "legit", files, legit_corpus.CONFIG)
     with sandbox.start("docker", root, image=image) as sb:
-        stock = sb.exec(
-            ["node", "/opt/etai/node_modules/jest/bin/jest.js", "--ci", "--json", "--silent"],
-            timeout=60,
-        )
-        report = json.loads(stock.stdout)
-        want = sorted(
-            (r["name"].removeprefix("/scratch/ws/"), t["fullName"], t["status"])
-            for r in report["testResults"]
-            for t in r["assertionResults"]
-        )
+        want = legit_corpus.stock(sb)
         for _ in range(2):  # the second run is on hosts that already ran every file
-            answer = sb.request(
-                "jest", {"timeout_ms": 60000, "output_cap": sb.limits.output_cap}, timeout=60
-            )
-            run = from_runner(answer)
+            run = legit_corpus.graded(sb)
             assert run.status == Status.PASSED and not run.tamper, (run.reason, run.failed_tests)
             got = sorted((t.file, t.name, t.status) for t in run.tests)
             assert got == want and len(got) == legit_corpus.N_TESTS

@@ -11,6 +11,8 @@ const fs = require('fs');
 const path = require('path');
 const crypto = require('crypto');
 
+const { pinned } = require('./guard-lockdown');
+
 const { apply, defineProperty, getOwnPropertyDescriptor, ownKeys, getPrototypeOf } = Reflect;
 const weakHas = WeakSet.prototype.has;
 const weakAdd = WeakSet.prototype.add;
@@ -140,7 +142,13 @@ function hooks(runtime) {
       }
     },
     honoured(obj) {
-      if (apply(weakHas, trusted, [obj])) return true;
+      if (apply(weakHas, trusted, [obj])) {
+        // The class may have been given an instanceof answer since the matcher was made.
+        if (typeof obj.sample === 'function' && customHasInstance(runtime, obj.sample)) {
+          tamper('an asymmetric matcher was given a class whose instanceof answer is rewritten (Symbol.hasInstance)');
+        }
+        return true;
+      }
       if (apply(weakHas, untrusted, [obj])) tamper('an asymmetric matcher made by workspace code reached a comparison');
       return false;
     },
@@ -269,17 +277,50 @@ function relock(runtime) {
   lockProps(expect.not);
 }
 
-// A class whose `instanceof` answer its author rewrote: an own Symbol.hasInstance anywhere on its
-// chain other than Function.prototype's own (of either realm), or a Proxy (whose traps could
-// answer anything).
+// A class whose `instanceof` answer was rewritten from outside it: an own Symbol.hasInstance
+// anywhere on its chain other than Function.prototype's own (of either realm) that is not a static
+// method written in the body of the class that holds it, or a Proxy (whose traps could answer
+// anything). A class's own `static [Symbol.hasInstance](v) {...}` (a brand check) is part of what
+// the class means: the program's own `instanceof` answers with it too, so a test's matcher may.
+// What is refused is one planted on classes after they were made (Object.defineProperty from a
+// wrapper, which is how one line can make every class claim every value): its source text is not
+// inside the class's. Read with the host realm's Function.prototype.toString, taken at load.
 const HOST_HAS_INSTANCE = Function.prototype[Symbol.hasInstance];
+const fnText = Function.prototype.toString;
+const { indexOf: strIndexOf, startsWith: strStartsWith, slice: strSlice } = String.prototype;
+const regTest = RegExp.prototype.test;
+const SPACE = pinned(/\s/);
+const IDENT_CHAR = pinned(/[\w$]/);
+
+// `fn`'s source is a computed method `[Symbol.hasInstance](...) {...}` that stands in the text of the
+// class `holder` right after the word `static`.
+function staticMethodOf(holder, fn) {
+  if (typeof fn !== 'function' || typeof holder !== 'function' || guard().isProxy(fn) || guard().isProxy(holder)) return false;
+  let body;
+  let text;
+  try {
+    body = apply(fnText, holder, []);
+    text = apply(fnText, fn, []);
+  } catch (e) {
+    return false;
+  }
+  if (!apply(strStartsWith, body, ['class']) || !apply(strStartsWith, text, ['['])) return false;
+  const key = apply(strSlice, text, [0, apply(strIndexOf, text, [']']) + 1]);
+  if (apply(strIndexOf, key, ['Symbol.hasInstance']) < 0) return false;
+  for (let at = apply(strIndexOf, body, [text]); at >= 0; at = apply(strIndexOf, body, [text, at + 1])) {
+    let i = at - 1;
+    while (i >= 0 && apply(regTest, SPACE, [body[i]])) i--;
+    if (i >= 6 && apply(strSlice, body, [i - 5, i + 1]) === 'static' && !apply(regTest, IDENT_CHAR, [body[i - 6]])) return true;
+  }
+  return false;
+}
 
 function customHasInstance(runtime, cls) {
   const realmDefault = runtime._environment.global.Function.prototype[Symbol.hasInstance];
   for (let c = cls; c; c = getPrototypeOf(c)) {
     if (guard().isProxy(c)) return true;
     const d = getOwnPropertyDescriptor(c, Symbol.hasInstance);
-    if (d) return !(d.value === realmDefault || d.value === HOST_HAS_INSTANCE);
+    if (d) return !(d.value === realmDefault || d.value === HOST_HAS_INSTANCE || staticMethodOf(c, d.value));
   }
   return false;
 }

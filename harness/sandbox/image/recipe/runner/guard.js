@@ -18,7 +18,7 @@
 
 const path = require('path');
 const util = require('util');
-const { lockRealm, lockMembers } = require('./guard-lockdown');
+const { lockRealm, lockMembers, pinned } = require('./guard-lockdown');
 const { through, unframed, amend } = require('./jest-warm');
 const { disk: sealedDisk } = require('./sealed');
 
@@ -52,11 +52,7 @@ const TEST_NAME_RE = /\.(test|spec)\.[cm]?[jt]sx?$/;
 // frozen (guard-lockdown.js), and a change there is reported only at the next check point. So the
 // decisions below use indexed loops and these pinned functions, never an array method, an iterator
 // (for-of, spread, destructuring) or a RegExp method looked up on the prototype.
-const { exec: reExec, test: reTest } = RegExp.prototype;
-function pinned(re) {
-  defineProperty(re, 'exec', { value: reExec });  // RegExp.prototype.test looks `exec` up on the object
-  return Object.freeze(re);
-}
+const { test: reTest } = RegExp.prototype;
 pinned(CONFIG_RE);
 pinned(TEST_NAME_RE);
 const matches = (re, text) => apply(reTest, re, [text]);
