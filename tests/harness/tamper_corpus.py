@@ -260,6 +260,17 @@ TECHNIQUES = [
         "try { const p = new Proxy(function () {}, { get: () => p, apply: () => p }); globalThis.expect = p; } catch (e) {}",
     ),
     Technique(
+        "global-expect-never-fails",
+        "framework globals",
+        "const __etaiLax = function expect() { const any = new Proxy(function () {}, { get: () => any, apply: () => any });"
+        " return any; };"
+        " try { Object.assign(__etaiLax, expect); globalThis.expect = __etaiLax; } catch (e) {}"
+        " try { Reflect.set(globalThis, 'expect', __etaiLax); } catch (e) {}"
+        " try { Object.assign(globalThis, { expect: __etaiLax }); } catch (e) {}",
+        note="makes a library-shaped expect that never fails the global one, as a setup file may make chai's",
+        tampered=True,
+    ),
+    Technique(
         "circus-state-noop-tests",
         "framework globals",
         "try { const s = Object.getOwnPropertySymbols(globalThis).map((k) => globalThis[k])"
@@ -1101,7 +1112,8 @@ CORE = (
     "fake-asymmetric-results",
     "classes-claim-every-instance",
     # What the guard accepts of real code (overridable names on frozen prototypes, a class's own
-    # static Symbol.hasInstance), turned against it.
+    # static Symbol.hasInstance, a setup file's global expect), turned against it.
+    "global-expect-never-fails",
     "override-setter-plants-on-framework",
     "class-body-lookalike-has-instance",
     "has-instance-after-matcher-made",

@@ -269,6 +269,7 @@ function lockEarly(runtime, g, rec) {
 // asymmetric matchers on expect) is locked like the built-ins.
 function relock(runtime) {
   const { expect } = runtime._etai;
+  runtime._etai.setupDone = true; // the first call comes after the setup files, before the test file
   watched(runtime._etai); // also just before the test file is loaded and compiled
   const size = expect ? ownKeys(expect).length + ownKeys(expect.not).length : 0;
   if (size === runtime._etai.size) return; // nothing was added since the last lock: nothing to do
@@ -379,10 +380,34 @@ function arm(runtime, environment, config, globals, snapshotState) {
       guard().tamperIn(rec, `the global ${name} is not the framework's`);
       continue;
     }
-    lockReporting(g, rec, 'the global', [name]);
+    if (name === 'expect') globalExpect(runtime, g, rec, d);
+    else lockReporting(g, rec, 'the global', [name]);
   }
   runtime._etai.size = ownKeys(jestExpect).length + ownKeys(jestExpect.not).length;
   addRecorder(runtime, rec);
+}
+
+// The global `expect`, locked like the other globals but for one case: a setup file that makes
+// another library's `expect` the global one (`global.expect = require('chai').expect` in a
+// setupFilesAfterEnv file). Accepted only while the setup files load (before the test file), from a
+// statement `x.expect = value` that a trusted file wrote (the frame right below this setter: guard.js
+// `trustedAssignment`), and for a function that is not a Proxy. What it counts: nothing. The guard's
+// assertion count stays the one of Jest's own `expect` (still `require('@jest/globals').expect`, still
+// what the matcher table, the canary and the record use); a test that asserts with the other library
+// passes with 0 counted assertions, like one using node's assert, and fails only by the error its
+// library throws, which circus records as the test's failure (the gold record then asks for 0).
+function globalExpect(runtime, g, rec, d) {
+  let current = d.value;
+  const setter = function (value) {
+    if (!runtime._etai.setupDone && typeof value === 'function' && !guard().isProxy(value)
+      && runtime._etai.trustedAssignment(setter, 'expect')) {
+      current = value;
+      return;
+    }
+    guard().tamperIn(rec, 'assigned the global expect');
+    throw new TypeError('etai: the global expect may not be replaced in a graded run');
+  };
+  defineProperty(g, 'expect', { get() { return current; }, set: setter, enumerable: d.enumerable, configurable: false });
 }
 
 // A framework module the runtime has loaded already (when it was made): read from its internal

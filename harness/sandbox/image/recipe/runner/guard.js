@@ -210,31 +210,58 @@ pinned(IDENT);
 // Why the last call was refused, for the tamper note.
 let refusal = '';
 
-// `sources(file)` gives the text V8 ran for a file (the module wrapper included), or null.
-function trustedCall(rec, callee, names, sources, skip) {
+// The trusted frame right below `callee` and the text V8 runs there: { text, at }, or null
+// (with `refusal` saying why). `sources(file)` gives the text V8 ran for a file (the module wrapper
+// included), or null.
+function trustedSite(rec, callee, sources, skip) {
   const sites = callSites(rec, callee);
   refusal = 'no caller frame';
-  if (!sites) return false;
+  if (!sites) return null;
   let i = 0;
   while (i < sites.length && skip && skip(apply(callSiteFile, sites[i], []))) i++;
-  if (i >= sites.length) return false; // a promise job, or a callback of nothing but the framework
+  if (i >= sites.length) return null; // a promise job, or a callback of nothing but the framework
   const s0 = sites[i];
   const file = apply(callSiteFile, s0, []);
   const where = typeof file === 'string'
     ? `${inWorkspace(file) ? path.relative(WS, file) : file}:${site(s0, 'getLineNumber')}` : 'code with no file';
   refusal = `called from ${where}`;
-  if (untrusted(file) || site(s0, 'isEval')) return false;
+  if (untrusted(file) || site(s0, 'isEval')) return null;
   // The offset in the script V8 runs (its column numbers are not reliable in a Jest context).
   const text = sources(file);
   const at = site(s0, 'getPosition');
-  if (typeof text !== 'string' || typeof at !== 'number' || at < 0 || at >= text.length) return false;
+  if (typeof text !== 'string' || typeof at !== 'number' || at < 0 || at >= text.length) return null;
+  refusal = `called from ${where}, where the code reads '${apply(String.prototype.slice, text, [at, at + 30])}'`;
+  return { text, at };
+}
+
+// The index of the last character before `i` that is not white space, or -1.
+function back(text, i) {
+  while (i >= 0 && (text[i] === ' ' || text[i] === '\n' || text[i] === '\t' || text[i] === '\r')) i--;
+  return i;
+}
+
+function trustedCall(rec, callee, names, sources, skip) {
+  const found = trustedSite(rec, callee, sources, skip);
+  if (!found) return false;
+  const { text, at } = found;
   let end = at;
   while (end < text.length && matches(IDENT, text[end])) end++;
   const word = apply(String.prototype.slice, text, [at, end]);
-  let before = at - 1;
-  while (before >= 0 && (text[before] === ' ' || text[before] === '\n' || text[before] === '\t')) before--;
-  refusal = `called from ${where}, where the code reads '${apply(String.prototype.slice, text, [at, at + 30])}'`;
+  const before = back(text, at - 1);
   return before >= 0 && text[before] === '.' && has(names, word);
+}
+
+// A setter (`callee`) of the property `name` run by a trusted file's own statement `x.name = value`:
+// V8 places a setter's caller at the `=`.
+function trustedAssignment(rec, callee, name, sources) {
+  const found = trustedSite(rec, callee, sources, null);
+  if (!found) return false;
+  const { text, at } = found;
+  if (text[at] !== '=' || text[at + 1] === '=' || text[at + 1] === '>') return false;
+  const end = back(text, at - 1) + 1;
+  const start = end - name.length;
+  const dot = back(text, start - 1);
+  return start > 0 && apply(String.prototype.slice, text, [start, end]) === name && dot >= 0 && text[dot] === '.';
 }
 
 function lastRefusal() { return refusal; }
@@ -498,8 +525,9 @@ function guardedRuntime(Base, jestDir) {
       super(...args);
       const rec = fileRecord(this._testPath);
       this._etai = { rec, jestDir, copies: new Map(), sources: new Map() };
-      this._etai.trustedCall = (callee, names, skip) => trustedCall(rec, callee, names,
-        (file) => this._etai.sources.get(file) || null, skip);
+      const sources = (file) => this._etai.sources.get(file) || null;
+      this._etai.trustedCall = (callee, names, skip) => trustedCall(rec, callee, names, sources, skip);
+      this._etai.trustedAssignment = (callee, name) => trustedAssignment(rec, callee, name, sources);
       this._etai.hooks = framework.hooks(this);
       const g = this._environment.global;
       this._etai.check = lockRealm(g, { context: this._environment.getVmContext() });
