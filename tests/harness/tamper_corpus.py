@@ -361,7 +361,7 @@ TECHNIQUES = [
     Technique(
         "override-setter-plants-on-framework",
         "intrinsics",
-        "try { const setters = {}; for (const P of [Map.prototype, Set.prototype, String.prototype, Number.prototype,"
+        "try { const setters = Object.create(null); for (const P of [Map.prototype, Set.prototype, String.prototype, Number.prototype,"
         " Symbol.prototype, Object.getPrototypeOf(Int8Array.prototype)]) for (const k of Reflect.ownKeys(P)) {"
         " const d = Object.getOwnPropertyDescriptor(P, k); if (d.set && !setters[k]) setters[k] = d.set; }"
         " const yes = function () { return { pass: !this.isNot, message: () => '' }; };"
@@ -375,6 +375,23 @@ TECHNIQUES = [
         " try { Reflect.set(Map.prototype, k, yes, o); } catch (e) {} } } catch (e) {}",
         note="the setters that let ES5 subclasses assign constructor, toString, valueOf and toLocaleString "
         "on heirs of frozen prototypes, called on the framework's objects and the prototypes themselves",
+        tampered=True,
+    ),
+    Technique(
+        "override-setter-plants-on-matchers",
+        "intrinsics",
+        "try { const setters = Object.create(null); for (const P of [Map.prototype, String.prototype, Number.prototype])"
+        " for (const k of Reflect.ownKeys(P)) { const d = Object.getOwnPropertyDescriptor(P, k);"
+        " if (d.set && !setters[k]) setters[k] = d.set; }"
+        " const t = globalThis[Symbol.for('$$jest-matchers-object')]; const st = expect.getState();"
+        " const targets = [t, t.state, expect, expect.not, st, st.snapshotState, st.suppressedErrors];"
+        " for (const k of Object.keys(t.matchers)) targets.push(t.matchers[k], expect.not[k], expect[k]);"
+        " for (const o of targets) { if (!o) continue;"
+        " try { setters.valueOf.call(o, function () { return 0; }); } catch (e) {}"
+        " try { setters.toString.call(o, function () { return ''; }); } catch (e) {}"
+        " try { setters.constructor.call(o, Object); } catch (e) {} } } catch (e) {}",
+        note="the same setters on the framework's objects only (matchers, expect, its state), none of "
+        "them watched: own names they may now get change no verdict",
     ),
     Technique(
         "function-has-instance",
@@ -1115,6 +1132,7 @@ CORE = (
     # static Symbol.hasInstance, a setup file's global expect), turned against it.
     "global-expect-never-fails",
     "override-setter-plants-on-framework",
+    "override-setter-plants-on-matchers",
     "class-body-lookalike-has-instance",
     "has-instance-after-matcher-made",
     "fixture-through-module-parent",
