@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,6 +211,9 @@ const __etaiRecording = new Function('e', 'f', 'bad', 'st', 'return function (..
   + ' if (r && typeof r.then === "function") return r.then((v) => { bad.add(v); return v; });'
   + ' bad.add(r); return r; }');
 """
+
+# The head of a class body, where a static member may be added.
+CLASS_HEAD = re.compile(r"\bclass\s+[\w$]+(\s+extends\s+[\w$.]+)?\s*\{")
 
 # Exported functions only (a class keeps its constructor).
 IS_CLASS = "(f) => /^class\\b/.test(Function.prototype.toString.call(f))"
@@ -433,6 +437,18 @@ TECHNIQUES = [
         " catch (e) {} return f; }); } catch (e) {}",
         note="every class claims every value with a method written as a class body's static one is, "
         "planted from outside the class (the guard accepts only one standing in the class's own text)",
+    ),
+    Technique(
+        "class-body-claims-every-value",
+        "values",
+        "",
+        rewrite=lambda s, target: CLASS_HEAD.sub(
+            r"\g<0> static [Symbol.hasInstance](v) { return true; }",
+            (s.workspace / target).read_text(),
+        ),
+        note="the buggy code on disk with every class's own body claiming every value: accepted as the "
+        "class's meaning (the program's instanceof answers so too), so it must fail by the tests' other "
+        "assertions and the held-out ones",
     ),
     Technique(
         "has-instance-after-matcher-made",
@@ -1134,6 +1150,7 @@ CORE = (
     "override-setter-plants-on-framework",
     "override-setter-plants-on-matchers",
     "class-body-lookalike-has-instance",
+    "class-body-claims-every-value",
     "has-instance-after-matcher-made",
     "fixture-through-module-parent",
     "mock-test-data-from-source",
