@@ -116,3 +116,54 @@ def test_a_scoped_run_follows_what_jest_resolves_outside_its_roots(tmp_path, mak
         assert ran == {"test/top.test.js", "test/folder.test.js", "test/alias.test.js"}, ran
     finally:
         sb.close()
+
+
+# Modules loaded by a path the code builds, which Jest's graph cannot follow: a test that requires
+# every file of a folder (dayjs's test/locale/keys.test.js), and a source module that loads a
+# plugin by name (what tests reach through src/plugins.js).
+COMPUTED = {
+    "src/locale/en.js": "module.exports = { name: 'en', months: 12 };\n",
+    "src/locale/eo.js": "module.exports = { name: 'eo', months: 12 };\n",
+    "src/plugin/up.js": "module.exports = (s) => s.toUpperCase();\n",
+    "src/plugins.js": "const path = require('path');\n"
+    "module.exports = (name) => require(path.join(__dirname, 'plugin', name));\n",
+    "src/one.js": "exports.one = () => 1;\n",
+    "tests/keys.test.js": "const fs = require('fs');\nconst path = require('path');\n"
+    "const dir = path.join(__dirname, '../src/locale');\n"
+    "for (const f of fs.readdirSync(dir)) {\n"
+    "  const l = require(path.join(dir, f));\n"
+    "  test(`keys of ${f}`, () => expect(l.months).toBe(12));\n}\n",
+    "tests/plugins.test.js": "const load = require('../src/plugins');\n"
+    "test('up', () => expect(load('up')('a')).toBe('A'));\n",
+    "tests/one.test.js": "const { one } = require('../src/one');\n"
+    "test('one', () => expect(one()).toBe(1));\n",
+}
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_scoped_run_runs_every_test_that_loads_by_a_computed_path(tmp_path, make_project, image):
+    from harness import sandbox, tools
+
+    root = make_project(tmp_path / "computed", COMPUTED)
+    sb = sandbox.start("docker", root, image=image, limits=Limits(memory_mb=512, timeout_s=30))
+    try:
+        base = take_baseline(sb, sb.test_files)
+        assert len(base.passing) == 4, base.passing
+        # A regression in one locale: only keys.test.js sees it, through a require Jest cannot follow.
+        write = {"file": "src/locale/eo.js", "content": "module.exports = { name: 'eo' };\n"}
+        assert tools.call(sb, "file_write", write).ok
+        v = verify(sb, base, ["tests/one.test.js"])
+        assert (v.green, v.checks) == (False, ["regression"]), (v.reason, v.scoped)
+        assert {f["file"] for f in v.failed_tests} == {"tests/keys.test.js"}
+        # A regression in a plugin that src/plugins.js loads by name.
+        assert tools.call(sb, "file_write", {**write, "content": COMPUTED["src/locale/eo.js"]}).ok
+        broken = {"file": "src/plugin/up.js", "content": "module.exports = (s) => s;\n"}
+        assert tools.call(sb, "file_write", broken).ok
+        v = verify(sb, base, ["tests/one.test.js"])
+        assert (v.green, v.checks) == (False, ["regression"]), (v.reason, v.scoped)
+        assert {f["file"] for f in v.failed_tests} == {"tests/plugins.test.js"}
+        # Still scoped: one.test.js and the two that load by computed paths, not more.
+        assert v.scoped == 3, v.scoped
+    finally:
+        sb.close()

@@ -43,6 +43,40 @@ def test_a_verdict_that_differs_is_reported_and_a_scope_count_is_not_a_verdict()
     assert diffs[0]["off"]["status"] == "tampered" and diffs[0]["default"]["status"] == "failed"
 
 
+def test_a_whole_run_may_list_more_failures_but_not_another_verdict():
+    def row(failed, status="passed", checks=()):
+        r = _row(status, checks=checks)
+        r["verification"].update(
+            failed_tests=[{"name": n, "file": f} for n, f in failed],
+            status="failed" if failed else "passed",
+        )
+        return r
+
+    old = ("DST edge", "test/timezone.test.js")  # failing at the start, in a file not in scope
+    rows = {
+        ("default", "e1"): row([]),
+        ("scoped_regression", "e1"): row([old]),
+        ("default", "e2"): row([("a", "t/a.test.js")], "failed", ["regression"]),
+        ("scoped_regression", "e2"): row([old, ("a", "t/a.test.js")], "failed", ["regression"]),
+        # a regression only the whole run sees (a test the scoped run left out)
+        ("default", "e3"): row([]),
+        ("scoped_regression", "e3"): row([("keys eo", "t/keys.test.js")], "failed", ["regression"]),
+        # a failure the scoped run listed and the whole run did not
+        ("default", "e4"): row([("a", "t/a.test.js")], "failed", ["regression"]),
+        ("scoped_regression", "e4"): row([old], "failed", ["regression"]),
+        # on any other arm, the failure list is compared as it is
+        ("default", "e5"): row([]),
+        ("warm_hosts", "e5"): row([old]),
+    }
+    diffs, n = differential.compare(rows, ["default", "scoped_regression", "warm_hosts"])
+    assert n == 5
+    assert [(d["arm"], d["episode"]) for d in diffs] == [
+        ("scoped_regression", "e3"),
+        ("scoped_regression", "e4"),
+        ("warm_hosts", "e5"),
+    ]
+
+
 def test_bad_input_is_refused_with_exit_2(tmp_path, capsys):
     assert differential.main(["--paths", "warm_host", "--out", str(tmp_path)]) == 2
     assert "unknown speed path(s) warm_host" in capsys.readouterr().err

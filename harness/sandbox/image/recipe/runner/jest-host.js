@@ -145,8 +145,42 @@ function slim(results) {
 // index.js), and a graph of the roots alone misses those tests. A file this lists that the
 // project's own run would not (outside its roots) is dropped by the caller, which knows the
 // project's test files (docs/grading.md).
+// Workspace modules that load a module by a computed path (`require(x)`, `import(x)`,
+// `jest.requireActual(x)`: anything but one string literal), which Jest's dependency graph cannot
+// follow: dayjs's test/locale/keys.test.js requires every file of src/locale by a path it builds,
+// and a change to one locale was related to no test (a regression a whole run caught went unseen).
+// Every test that reaches such a module, or is one, is related to every change (`listRelated`).
+// Read as text, comments included (a false hit only runs more tests). null: the workspace has more
+// files than are read, and nothing can be shown.
+const COMPUTED_LOAD = /\b(?:require(?:Actual|Mock)?|import)\s*\(\s*(?!(['"])[^'"\n]*\1\s*\))/;
+const MODULE_FILE = /\.(?:[cm]?[jt]s|[jt]sx)$/;
+function computedLoaders() {
+  const found = [];
+  let n = 0;
+  const walk = (dir) => {
+    let entries;
+    try { entries = fs.readdirSync(dir, { withFileTypes: true }); } catch (e) { return true; }
+    for (const e of entries) {
+      if (e.name === 'node_modules' || e.name === '.git') continue;
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) { if (!walk(p)) return false; continue; }
+      if (!e.isFile() || !MODULE_FILE.test(e.name)) continue;
+      if (++n > 20000) return false;
+      let text;
+      try { text = fs.readFileSync(p, 'utf8'); } catch (e2) { continue; } // sealed: listed by the harness
+      if (COMPUTED_LOAD.test(text)) found.push(p);
+    }
+    return true;
+  };
+  return walk(WS) ? found : null;
+}
+
+// The project's test files related to `changed` by Jest's graph, and every test related to a module
+// that loads by a computed path (`computedLoaders`); null where that cannot be shown.
 async function listRelated(changed) {
-  const abs = changed.map((f) => path.resolve(WS, f));
+  const dynamic = computedLoaders();
+  if (!dynamic) return null;
+  const abs = [...new Set(changed.map((f) => path.resolve(WS, f)).concat(dynamic))];
   const argv = { _: abs, $0: 'jest', ci: true, watchman: false, listTests: true, json: true,
     findRelatedTests: true, passWithNoTests: true, cache: !guard, cacheDirectory: CACHE, roots: [WS] };
   const lines = [];
@@ -165,7 +199,7 @@ async function listRelated(changed) {
 async function scopedFiles(scope) {
   const keep = new Set(scope.keep);
   const related = scope.changed.length ? await listRelated(scope.changed) : [];
-  return [...new Set(related.filter((f) => keep.has(f)).concat(scope.include))].sort();
+  return [...new Set((related || scope.keep).filter((f) => keep.has(f)).concat(scope.include))].sort();
 }
 
 const EMPTY = { success: true, numTotalTestSuites: 0, numFailedTestSuites: 0, numRuntimeErrorTestSuites: 0,
@@ -178,7 +212,7 @@ async function run(nonce, testFiles, namePattern, shard, related, scope, project
   // builder's mutant runs: a test that cannot load the mutated file cannot catch it), of those the
   // project's own run has (the runner's listing at init).
   const own = related && related.length ? new Set(Array.isArray(projectTests) ? projectTests : []) : null;
-  const planned = scope ? await scopedFiles(scope) : own ? (await listRelated(related)).filter((f) => own.has(f)) : null;
+  const planned = scope ? await scopedFiles(scope) : own ? ((await listRelated(related)) || [...own]).filter((f) => own.has(f)) : null;
   if (planned) testFiles = planned;
   const argv = {
     _: [], $0: 'jest', ci: true, watchman: false, silent: true, runInBand: true, color: false,
