@@ -21,9 +21,11 @@ from test_suite_mine_e2e import _git_project  # noqa: E402
 
 @pytest.mark.docker
 def test_a_fix_the_guard_refuses_says_it_was_the_guard(tmp_path, image, monkeypatch):
-    """An ES5-style subclass of Map (its prototype's ``constructor`` assigned) throws under the
-    guard's frozen built-ins: the commit is left out as nothing_passes_at_commit, and the reason
-    says the guard refused it and what it threw, not "Error:"."""
+    """An ES5-style subclass of Map that overrides one of Map's own methods on its prototype
+    (``get``: the guard accepts ``constructor`` and the other names of its override taming, not
+    Map's methods) throws under the guard's frozen built-ins: the commit is left out as
+    nothing_passes_at_commit, and the reason says the guard refused it and what it threw, not
+    "Error:"."""
     repo, commit = _git_project(tmp_path, monkeypatch)
     cache, test = repo / "lib" / "cache.js", repo / "test" / "cache.test.js"
     commit("cache", {
@@ -33,7 +35,8 @@ def test_a_fix_the_guard_refuses_says_it_was_the_guard(tmp_path, image, monkeypa
     commit("fix: a cache is a map", {
         cache: "'use strict';\nfunction Cache() {\n  const m = new Map();\n"
         "  Object.setPrototypeOf(m, Cache.prototype);\n  return m;\n}\n"
-        "Cache.prototype = Object.create(Map.prototype);\nCache.prototype.constructor = Cache;\n"
+        "Cache.prototype = Object.create(Map.prototype);\n"
+        "Cache.prototype.get = function (k) { return Map.prototype.get.call(this, k); };\n"
         "module.exports = Cache;\n",
         test: "const Cache = require('../lib/cache');\n\n"
         "test('a cache is a map', () => expect(new Cache() instanceof Map).toBe(true));\n",
@@ -44,7 +47,7 @@ def test_a_fix_the_guard_refuses_says_it_was_the_guard(tmp_path, image, monkeypa
     (row,) = [json.loads(x) for x in (out / "commits.jsonl").read_text().splitlines()]
     assert row["verdict"] == "nothing_passes_at_commit", row
     assert row["why"].startswith(reasons.GUARD), row
-    assert "Cannot assign to read only property 'constructor'" in row["why"], row
+    assert "Cannot assign to read only property 'get'" in row["why"], row
 
 
 def test_a_graded_failure_names_each_test_with_its_error_and_the_guard_where_it_refused():

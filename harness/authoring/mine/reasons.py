@@ -14,9 +14,9 @@ GUARD = "the grading guard refused: "
 # (harness/sandbox/image/recipe/runner/guard-lockdown.js): the error names the built-in.
 _FROZEN = re.compile(
     r"Cannot (assign to read only property|redefine property|add property|define property|"
-    r"delete property)[^\n]*?(#<(Map|Set|WeakMap|WeakSet|Object|Array|Function|Promise|RegExp|Date|"
-    r"Number|String|Boolean|Symbol|\w*Error)>|'(Map|Set|Object|Array|Function|Promise|Symbol)'|"
-    r"Symbol\.\w+)"
+    r"delete property)[^\n]*?((#<|\[object )(Map|Set|WeakMap|WeakSet|Object|Array|Function|Promise|"
+    r"RegExp|Date|Number|String|Boolean|Symbol|\w*Error)[>\]]|"
+    r"'(Map|Set|Object|Array|Function|Promise|Symbol)'|Symbol\.\w+)"
 )
 _LOCKDOWN_NOTE = (
     " (the guard freezes JavaScript's built-ins before a test file runs: "
