@@ -137,14 +137,6 @@ function slim(results) {
   };
 }
 
-// The test files Jest's dependency graph relates to `changed` (workspace paths), as
-// `jest --listTests --findRelatedTests` prints them; no test code runs for this. The graph is
-// Jest's own (its resolver: index files, moduleNameMapper, modulePaths, the project's extensions)
-// over the whole workspace: a project's `roots` often leave out files through which its tests
-// reach a change (fastest-validator's TypeScript tests in test/ load lib/ through the top
-// index.js), and a graph of the roots alone misses those tests. A file this lists that the
-// project's own run would not (outside its roots) is dropped by the caller, which knows the
-// project's test files (docs/grading.md).
 // Workspace modules that load a module by a computed path (`require(x)`, `import(x)`,
 // `jest.requireActual(x)`: anything but one string literal), which Jest's dependency graph cannot
 // follow: dayjs's test/locale/keys.test.js requires every file of src/locale by a path it builds,
@@ -175,8 +167,16 @@ function computedLoaders() {
   return walk(WS) ? found : null;
 }
 
-// The project's test files related to `changed` by Jest's graph, and every test related to a module
-// that loads by a computed path (`computedLoaders`); null where that cannot be shown.
+// The test files Jest's dependency graph relates to `changed` (workspace paths), as
+// `jest --listTests --findRelatedTests` prints them; no test code runs for this. The graph is
+// Jest's own (its resolver: index files, moduleNameMapper, modulePaths, the project's extensions)
+// over the whole workspace: a project's `roots` often leave out files through which its tests
+// reach a change (fastest-validator's TypeScript tests in test/ load lib/ through the top
+// index.js), and a graph of the roots alone misses those tests. A file this lists that the
+// project's own run would not (outside its roots) is dropped by the caller, which knows the
+// project's test files (docs/grading.md).
+// With them, every test related to a module that loads by a computed path (`computedLoaders`);
+// null where that cannot be shown.
 async function listRelated(changed) {
   const dynamic = computedLoaders();
   if (!dynamic) return null;
