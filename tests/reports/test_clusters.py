@@ -27,20 +27,33 @@ SE_PROJECT = (351 / 2401) ** 0.5
 PROJECTS = {"s1": "p1", "s2": "p1", "s3": "p1", "s4": "p2", "s5": "p2", "s6": "p2", "s7": None}
 
 
-def write_run(folder: Path, passed: set[str], agent: str = "m") -> Path:
-    """A finished run of the seven sessions, its rows appended by the run's ResultStore."""
+def write_rows(folder: Path, outcomes, summary: dict, agent: str = "m", steps: int = 2) -> Path:
+    """A finished run of ``outcomes`` ((session, project or None, passed) each), its rows appended
+    by the run's ResultStore."""
     store = ResultStore(folder)
-    for sid, project in PROJECTS.items():
-        ok = sid in passed
+    for sid, project, ok in outcomes:
         extra = {"project": project} if project else {}
         store.append(
-            row(sid, agent, "passed" if ok else "failed", steps_to_green=2 if ok else None, **extra)
+            row(
+                sid,
+                agent,
+                "passed" if ok else "failed",
+                steps_to_green=steps if ok else None,
+                **extra,
+            )
         )
-    write_json_atomic(
-        folder / "summary.json",
-        {"suite": "hand", "k": 3, "samples": 1, "complete": True, "agents": {}},
-    )
+    write_json_atomic(folder / "summary.json", summary)
     return folder
+
+
+def write_run(folder: Path, passed: set[str], agent: str = "m") -> Path:
+    """A finished run of the seven sessions."""
+    summary = {"suite": "hand", "k": 3, "samples": 1, "complete": True, "agents": {}}
+    outcomes = [(sid, project, sid in passed) for sid, project in PROJECTS.items()]
+    return write_rows(folder, outcomes, summary, agent)
+
+
+HAND = {"suite": "hand", "k": 3, "complete": True}
 
 
 def test_report_gives_both_standard_errors(tmp_path):
@@ -63,20 +76,8 @@ def test_report_gives_both_standard_errors(tmp_path):
 
 
 def test_one_project_leaves_the_project_error_undefined(tmp_path):
-    store = ResultStore(tmp_path / "run")
-    for i, ok in enumerate([1, 1, 0, 1]):
-        store.append(
-            row(
-                f"s{i}",
-                "m",
-                "passed" if ok else "failed",
-                steps_to_green=1 if ok else None,
-                project="only",
-            )
-        )
-    write_json_atomic(
-        tmp_path / "run" / "summary.json", {"suite": "hand", "k": 3, "complete": True}
-    )
+    outcomes = [(f"s{i}", "only", ok) for i, ok in enumerate([1, 1, 0, 1])]
+    write_rows(tmp_path / "run", outcomes, HAND, steps=1)
     p = etai(
         "report",
         str(tmp_path / "run"),
@@ -185,22 +186,9 @@ def test_gate_sizes_by_the_larger_error_when_projects_agree_by_chance(tmp_path):
     # p1 and p2 both pass, fail, pass: every project's residuals sum to 0, so the project SE is 0
     # (two projects that happen to agree). By session: mean 2/3, residuals +1/3 (four) and -2/3
     # (two), s² = (4/9 + 8/9)/5 = 4/15, SE = sqrt(4/15/6) = sqrt(2/45)
-    store = ResultStore(tmp_path / "run")
-    for i, (project, ok) in enumerate(
-        [("p1", 1), ("p1", 0), ("p1", 1), ("p2", 1), ("p2", 0), ("p2", 1)]
-    ):
-        store.append(
-            row(
-                f"s{i}",
-                "m",
-                "passed" if ok else "failed",
-                steps_to_green=1 if ok else None,
-                project=project,
-            )
-        )
-    write_json_atomic(
-        tmp_path / "run" / "summary.json", {"suite": "hand", "k": 3, "complete": True}
-    )
+    pairs = [("p1", 1), ("p1", 0), ("p1", 1), ("p2", 1), ("p2", 0), ("p2", 1)]
+    outcomes = [(f"s{i}", project, ok) for i, (project, ok) in enumerate(pairs)]
+    write_rows(tmp_path / "run", outcomes, HAND, steps=1)
     p = etai(
         "gate", str(tmp_path / "run"), "--rule", "pass@1>=0.5", "--json", str(tmp_path / "g.json")
     )
