@@ -10,6 +10,16 @@ import pytest
 from harness.grading.verify import take_baseline, verify
 from harness.sandbox import Limits
 
+LIMITS = Limits(memory_mb=512, timeout_s=30)
+
+
+def _started(root, image):
+    """The project at ``root`` in a real sandbox, closed when the ``with`` block ends."""
+    from harness import sandbox
+
+    return sandbox.start("docker", root, image=image, limits=LIMITS)
+
+
 A_TEST = "tests/a.test.js"
 FILES = {
     # the bug: double triples; b.js builds on a.js's triple, c.js on nothing
@@ -32,11 +42,10 @@ FIX = "exports.double = (x) => x * 2;\nexports.triple = (x) => x * 3;\n"
 @pytest.mark.docker
 @pytest.mark.slow
 def test_a_graded_run_runs_what_the_change_can_reach(tmp_path, make_project, image):
-    from harness import sandbox, tools
+    from harness import tools
 
     root = make_project(tmp_path / "scope", FILES)
-    sb = sandbox.start("docker", root, image=image, limits=Limits(memory_mb=512, timeout_s=30))
-    try:
+    with _started(root, image) as sb:
         base = take_baseline(sb, sb.test_files)
         assert len(base.passing) == 3 and f"{A_TEST}::doubles" not in base.passing
         whole = take_baseline(sb, sb.test_files, passing=base.passing, regression="whole")
@@ -63,8 +72,6 @@ def test_a_graded_run_runs_what_the_change_can_reach(tmp_path, make_project, ima
         v = verify(sb, base, [A_TEST])
         assert (v.green, v.checks, v.scoped) == (False, ["regression"], None)
         assert "tests/text.test.js" in {f["file"] for f in v.failed_tests}
-    finally:
-        sb.close()
 
 
 # The project narrows Jest's roots to its tests, which reach the code through files outside them:
@@ -91,11 +98,10 @@ ROOTS_CONFIG = {
 @pytest.mark.docker
 @pytest.mark.slow
 def test_a_scoped_run_follows_what_jest_resolves_outside_its_roots(tmp_path, make_project, image):
-    from harness import sandbox, tools
+    from harness import tools
 
     root = make_project(tmp_path / "roots", ROOTS, ROOTS_CONFIG)
-    sb = sandbox.start("docker", root, image=image, limits=Limits(memory_mb=512, timeout_s=30))
-    try:
+    with _started(root, image) as sb:
         base = take_baseline(sb, sb.test_files)
         assert len(base.passing) == 4, base.passing
         # A regression in lib/calc.js: the verification file (other.test.js) does not see it, the
@@ -114,8 +120,6 @@ def test_a_scoped_run_follows_what_jest_resolves_outside_its_roots(tmp_path, mak
         )
         ran = {r["file"] for r in answer["report"]["testResults"]}
         assert ran == {"test/top.test.js", "test/folder.test.js", "test/alias.test.js"}, ran
-    finally:
-        sb.close()
 
 
 # Modules loaded by a path the code builds, which Jest's graph cannot follow: a test that requires
@@ -143,11 +147,10 @@ COMPUTED = {
 @pytest.mark.docker
 @pytest.mark.slow
 def test_a_scoped_run_runs_every_test_that_loads_by_a_computed_path(tmp_path, make_project, image):
-    from harness import sandbox, tools
+    from harness import tools
 
     root = make_project(tmp_path / "computed", COMPUTED)
-    sb = sandbox.start("docker", root, image=image, limits=Limits(memory_mb=512, timeout_s=30))
-    try:
+    with _started(root, image) as sb:
         base = take_baseline(sb, sb.test_files)
         assert len(base.passing) == 4, base.passing
         # A regression in one locale: only keys.test.js sees it, through a require Jest cannot follow.
@@ -165,5 +168,3 @@ def test_a_scoped_run_runs_every_test_that_loads_by_a_computed_path(tmp_path, ma
         assert {f["file"] for f in v.failed_tests} == {"tests/plugins.test.js"}
         # Still scoped: one.test.js and the two that load by computed paths, not more.
         assert v.scoped == 3, v.scoped
-    finally:
-        sb.close()
