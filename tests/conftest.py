@@ -17,6 +17,14 @@ import pytest
 
 from harness.tools.conformance import PROJECT, write_project
 
+# One OpenMP/MKL thread for the tests' torch work (and the processes they start), unless told
+# otherwise. torch's default is a thread per core; on two cores shared with sandbox containers and
+# another process, its threads wait on each other: a tiny model's fit measured 5x slower than on
+# one thread here (tests/harness/tiny_model.py), tests/finetune's single-process runs about 2.5x.
+# Numbers agree either way within the tests' tolerances; only the waiting goes.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
 BUNDLED = Path(__file__).resolve().parents[1] / "suites" / "jest-bugfix"
 
 
