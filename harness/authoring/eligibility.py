@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-REASONS = ("twin", "vacuous", "new_api")
+REASONS = ("twin", "vacuous", "new_api", "uncovered")
 
 # Any identifier-like word, short ones included (`v.is` is as much an API name as `v.compile`).
 _WORD = re.compile(r"[A-Za-z_$][\w$]*")
@@ -42,6 +42,17 @@ class Case:
     literals: tuple[str, ...]
     api: frozenset[str]
     words: frozenset[str]  # the words of its callback's text
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The changed lines (``file:line``) that cases execute at the fix: ``visible``, those some case
+    that stays visible executes (the caller may count a candidate already ineligible for another
+    reason among them: it stays visible); ``of``, each candidate's own. A candidate missing from
+    ``of`` is not judged by the rule (the callers measure every candidate or none)."""
+
+    visible: frozenset[str]
+    of: Mapping[str, frozenset[str]]
 
 
 def words(text: str) -> set[str]:
@@ -91,11 +102,13 @@ def screen(
     cases: list[Case],
     asserts: Mapping[str, int] | None,
     known: set[str],
+    coverage: Coverage | None = None,
 ) -> dict[str, str]:
     """Why each ineligible candidate may not be held out ({case id: reason}); the rest may.
 
     ``asserts``: each test id's passing assertions on the reference (None: not known, the rule is
-    not applied). ``known``: the words of the starting workspace's non-test files. A candidate
+    not applied). ``known``: the words of the starting workspace's non-test files. ``coverage``:
+    the changed lines cases execute (None: not known, ``uncovered`` is not applied). A candidate
     not listed in ``cases`` (the parser did not find it) is left to the split's own rule."""
     listed = {c.id: c for c in cases}
     maybe = set(candidates)
@@ -113,7 +126,19 @@ def screen(
     for tid in candidates:
         if tid not in why and tid in listed and not listed[tid].api <= seen:
             why[tid] = "new_api"
-    # An ineligible candidate stays visible: a twin of it is a twin of a visible case.
+    _twin_closure(candidates, listed, why)
+    if coverage is not None:
+        # The lines of what stays visible so far; decided once for every candidate (module doc).
+        seen_lines = set(coverage.visible).union(*(coverage.of.get(t, frozenset()) for t in why))
+        for tid in candidates:
+            if tid not in why and tid in coverage.of and not coverage.of[tid] <= seen_lines:
+                why[tid] = "uncovered"
+        _twin_closure(candidates, listed, why)
+    return why
+
+
+def _twin_closure(candidates: list[str], listed: Mapping[str, Case], why: dict[str, str]) -> None:
+    """An ineligible candidate stays visible: a twin of it is a twin of a visible case."""
     while True:
         more = [
             tid
@@ -123,7 +148,7 @@ def screen(
             and any(is_twin(listed[tid], listed[o]) for o in why if o in listed)
         ]
         if not more:
-            return why
+            return
         why.update(dict.fromkeys(more, "twin"))
 
 
@@ -149,10 +174,19 @@ def groups(eligible: Iterable[str], cases: Iterable[Case]) -> list[set[str]]:
     return [g for g in out.values() if len(g) > 1]
 
 
-def counts(considered: int, why: Mapping[str, str], held: int) -> dict[str, int]:
-    """A session's row: the cases the split could hold out, each reason's count, those held out."""
+def counts(
+    considered: int, why: Mapping[str, str], held: int, unmeasured: int = 0
+) -> dict[str, int]:
+    """A session's row: the cases the split could hold out, each reason's count, those held out;
+    and ``coverage_unknown``, those of them ``uncovered`` could not judge (coverage not measured,
+    the row's ``coverage`` says why): never counted as eligible without saying so."""
     per = Counter(why.values())
-    return {"considered": considered, **{r: per.get(r, 0) for r in REASONS}, "held_out": held}
+    return {
+        "considered": considered,
+        **{r: per.get(r, 0) for r in REASONS},
+        "coverage_unknown": unmeasured,
+        "held_out": held,
+    }
 
 
 def none_held(why: Mapping[str, str]) -> str:
@@ -166,7 +200,7 @@ def total(rows: Iterable[Mapping[str, int]]) -> dict[str, int]:
     out: Counter = Counter()
     for r in rows:
         out.update(r)
-    keys = ("considered", *REASONS, "held_out")
+    keys = ("considered", *REASONS, "coverage_unknown", "held_out")
     return {k: out.get(k, 0) for k in keys}
 
 
@@ -175,5 +209,6 @@ def line(t: Mapping[str, int]) -> str:
     why = ", ".join(f"{r} {t.get(r, 0)}" for r in REASONS)
     return (
         f"held-out cases: {t.get('held_out', 0)} held out of {t.get('considered', 0)} "
-        f"candidates; ineligible: {why}\n"
+        f"candidates; ineligible: {why}; coverage not measured for "
+        f"{t.get('coverage_unknown', 0)}\n"
     )

@@ -136,6 +136,8 @@ def test_screen_gives_each_ineligible_case_its_reason():
         "twin": 3,
         "vacuous": 1,
         "new_api": 1,
+        "uncovered": 0,
+        "coverage_unknown": 0,
         "held_out": 1,
     }
     # the split holds out only the eligible case
@@ -206,6 +208,8 @@ def test_a_session_whose_every_candidate_is_ineligible_says_why():
         "twin": 1,
         "vacuous": 1,
         "new_api": 0,
+        "uncovered": 0,
+        "coverage_unknown": 0,
         "held_out": 1,
     }
 
@@ -220,3 +224,72 @@ def test_only_the_projects_own_modules_give_api_names():
     )
     (case,) = eligibility.cases_of(all_cases({"t.test.ts": text}), {"t.test.ts": text})
     assert case.api == frozenset({"f"})
+
+
+# A commit that fixes f and adds a unit to g: f's lines 2, g's lines 6 and 7.
+COVERED = """const { f, g } = require('../src/f');
+test('first', () => expect(f(1)).toBe(2));
+test('f again', () => expect(f(5)).toBe(6));
+test('g with a unit', () => expect(g(3, 'kg')).toBe('3 kg'));
+test('g twice with a unit', () => expect(g(4, 'm')).toBe('4 m'));
+test('g copied', () => expect(g(3, 'kg')).toBe('3 kg'));
+"""
+COVERED_NAMES = ("first", "f again", "g with a unit", "g twice with a unit", "g copied")
+
+
+def _coverage(visible: set[str], **of: set[str]) -> eligibility.Coverage:
+    return eligibility.Coverage(
+        frozenset(visible),
+        {f"t.test.js::{k.replace('_', ' ')}": frozenset(v) for k, v in of.items()},
+    )
+
+
+def test_a_case_running_a_changed_line_no_visible_case_runs_is_uncovered():
+    failures = [Failure("t.test.js", n, "boom", 1, 1) for n in COVERED_NAMES]
+    tests = {"t.test.js": COVERED}
+    cov = _coverage(
+        {"f.js:2", "f.js:6"},  # the instruction's case, and a visible one that calls g bare
+        f_again={"f.js:2"},
+        g_with_a_unit={"f.js:6", "f.js:7"},
+        g_twice_with_a_unit={"f.js:6", "f.js:7"},
+        g_copied={"f.js:6", "f.js:7"},
+    )
+    sc = screen(failures, tests, {"f", "g"}, None, coverage=cov)
+    # the g cases run line 7 alone: each is uncovered (the rule does not choose one to keep
+    # visible so that the others could be held out)
+    assert sc.why == {
+        "t.test.js::g with a unit": "uncovered",
+        "t.test.js::g twice with a unit": "uncovered",
+        "t.test.js::g copied": "uncovered",
+    }
+    for seed in range(10):
+        got = split(failures, tests, random.Random(seed), sc.why, sc.groups)
+        assert not isinstance(got, str) and got.held == ["t.test.js::f again"]
+    # coverage not known: the rule is not applied
+    assert "uncovered" not in screen(failures, tests, {"f", "g"}, None).why.values()
+    # a candidate the rules before make ineligible stays visible: its lines count as visible (and
+    # its copy is a twin of a visible case)
+    asserts = dict.fromkeys((f"t.test.js::{n}" for n in COVERED_NAMES), 1)
+    asserts["t.test.js::g with a unit"] = 0
+    sc = screen(failures, tests, {"f", "g"}, asserts, coverage=cov)
+    assert sc.why == {"t.test.js::g with a unit": "vacuous", "t.test.js::g copied": "twin"}
+
+
+def test_the_coverage_rule_does_not_depend_on_the_candidates_order():
+    cases = [eligibility.Case(f"t::{n}", n, (n,), frozenset(), frozenset()) for n in "abcd"]
+    cases.append(eligibility.Case("t::e", "b", ("e",), frozenset(), frozenset()))  # b's twin
+    cov = eligibility.Coverage(
+        frozenset({"x:1"}),
+        {"t::b": frozenset({"x:1", "x:2"}), "t::c": frozenset({"x:2"}), "t::d": frozenset()},
+    )
+    # e, not measured, is a twin of b, which stays visible once uncovered
+    want = {"t::b": "uncovered", "t::c": "uncovered", "t::e": "twin"}
+    for order in (["t::b", "t::c", "t::d", "t::e"], ["t::e", "t::d", "t::c", "t::b"]):
+        assert eligibility.screen(order, cases, None, set(), cov) == want
+    # a candidate the measurement left out is not judged by the rule
+    cov = eligibility.Coverage(frozenset({"x:1"}), {"t::b": frozenset({"x:2"})})
+    got = eligibility.screen(["t::b", "t::c", "t::e"], cases, None, set(), cov)
+    assert got == {"t::b": "uncovered", "t::e": "twin"}
+    row = eligibility.counts(4, want, 1, unmeasured=2)
+    assert row["uncovered"] == 2 and row["coverage_unknown"] == 2
+    assert "uncovered 2; coverage not measured for 2" in eligibility.line(eligibility.total([row]))

@@ -230,7 +230,8 @@ def test_only_eligible_cases_of_a_commit_are_held_out(tmp_path, image, monkeypat
         "test/calc.test.js::halves ten",
     ], held
     assert held["cases"] == {
-        "considered": 5, "twin": 1, "vacuous": 1, "new_api": 1, "held_out": 2
+        "considered": 5, "twin": 1, "vacuous": 1, "new_api": 1, "uncovered": 0,
+        "coverage_unknown": 0, "held_out": 2,
     }, held  # fmt: skip
     summary = json.loads((out / "summary.json").read_text())
     assert summary["held_out_cases"] == held["cases"], summary

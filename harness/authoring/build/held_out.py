@@ -12,8 +12,8 @@ out; the build's summary counts both. A test file keeps at least one of its case
 the build runs the cut files on the fixed code before it keeps a split: when a visible case fails
 there (a cut case set up what it uses), the session holds nothing out
 (`cut_breaks_a_visible_case`). Only cases that harness/authoring/eligibility.py finds eligible
-(no twin in the workspace, an assertion reached on the reference, no API only the fix introduces)
-are held out; ``screen`` says why the others are not, and a session whose every candidate is
+(no twin in the workspace, an assertion reached on the reference, no API only the fix introduces,
+no changed line that no visible case executes) are held out; ``screen`` says why the others are not, and a session whose every candidate is
 ineligible holds nothing out (`ineligible_<reason>`).
 """
 
@@ -71,18 +71,20 @@ def screen(
     known: set[str],
     asserts: Mapping[str, int] | None,
     found: dict[str, list[dict]] | None = None,
+    coverage: eligibility.Coverage | None = None,
 ) -> Screen:
     """Which of ``failures`` a split could hold out, and why each ineligible one may not be.
     ``tests``: every test file of the session's workspace; ``known``: the words of its non-test
     files; ``asserts``: passing assertions per test id on the reference; ``found``: all_cases of
-    ``tests`` when the caller has it already."""
+    ``tests`` when the caller has it already; ``coverage``: the changed lines cases execute
+    (harness/authoring/coverage.py; None: the ``uncovered`` rule is not applied)."""
     found = all_cases(tests) if found is None else found
     plain = _plain(found)
     considered = [
         f"{x.test_file}::{x.test}" for x in failures[1:] if (x.test_file, x.test) in plain
     ]
     cases = eligibility.cases_of(found, tests)
-    why = eligibility.screen(considered, cases, asserts, known)
+    why = eligibility.screen(considered, cases, asserts, known, coverage)
     eligible = [t for t in considered if t not in why]
     return Screen(considered, why, eligibility.groups(eligible, cases))
 

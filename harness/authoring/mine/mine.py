@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from harness.authoring import MEMORY_MB, eligibility
+from harness.authoring import MEMORY_MB, coverage, eligibility
 from harness.authoring.build import held_out
 from harness.authoring.build.build import Box, append_row, failure_records, file_of, read_rows
 from harness.authoring.build.compose import Failure
@@ -456,10 +456,11 @@ def _session(cand: Candidate, box: Box, failures: list, verdict: dict[str, Any])
     cut, held = None, {}
     if opts.held_out == "split":
         texts = {f: (work / f).read_text(encoding="utf-8") for f in verdict["verify_files"]}
-        sc = _screen(work, box.sb.test_files, failures, verdict["asserts"])
+        sc, measured = _screen(cand, box, failures, verdict)
         got = held_out.split(failures, texts, rng, sc.why, sc.groups)
         n = 0 if isinstance(got, str) else len(got.held)
-        held = {"cases": eligibility.counts(len(sc.considered), sc.why, n)}
+        unknown = 0 if measured["coverage"] == "measured" else measured["candidates"]
+        held = {"cases": eligibility.counts(len(sc.considered), sc.why, n, unknown), **measured}
         if isinstance(got, str):
             held["why_none"] = got
         else:
@@ -536,11 +537,37 @@ def _session(cand: Candidate, box: Box, failures: list, verdict: dict[str, Any])
     return {"verdict": "kept", "session": sess, "flaky": verdict["flaky"], "held_out": held}
 
 
-def _screen(work: Path, test_files: list[str], failures: list, asserts: dict[str, int]):
-    """held_out.screen on the session's workspace: every test file Jest lists there, and the
-    words of its other files (the parent's source with the commit's test files)."""
-    tests = {f: (work / f).read_text(encoding="utf-8", errors="replace") for f in test_files}
-    return held_out.screen(failures, tests, held_out.known_words(work, tests), asserts)
+def _screen(cand: Candidate, box: Box, failures: list, verdict: dict[str, Any]):
+    """held_out.screen on the session's workspace (every test file Jest lists there, and the words
+    of its other files: the parent's source with the commit's test files), with the coverage of
+    the changed lines measured for the candidates the other rules leave (harness/authoring/
+    coverage.py, the fix in place for it); and what the row says of that measurement."""
+    work = cand.work
+    tests = {f: (work / f).read_text(encoding="utf-8", errors="replace") for f in box.sb.test_files}
+    known, found = held_out.known_words(work, tests), held_out.all_cases(tests)
+    sc = held_out.screen(failures, tests, known, verdict["asserts"], found)
+    left = [t for t in sc.considered if t not in sc.why]
+    if not left:
+        return sc, {"coverage": "measured", "candidates": 0}
+    changed = coverage.changed_lines(cand.before, cand.after)
+    for f, text in cand.after.items():
+        box.sb.write_file(f, text.encode())
+    try:
+        cov = coverage.measure(box.sb, changed, verdict["verify_files"], left, cand.opts.timeout_s)
+    except coverage.NotMeasured as e:
+        if e.dead:
+            box.restart()  # a fresh sandbox on the workspace: the parent's source again
+        else:
+            _write(box, cand.before)
+        return sc, {"coverage": "not_measured", "candidates": len(left), "why": str(e)[:300]}
+    _write(box, cand.before)
+    sc = held_out.screen(failures, tests, known, verdict["asserts"], found, cov)
+    return sc, {"coverage": "measured", "candidates": len(left)}
+
+
+def _write(box: Box, files: dict[str, str]) -> None:
+    for f, text in files.items():
+        box.sb.write_file(f, text.encode())
 
 
 def _suite_yaml(name: str, opts: MineOptions, longest: int) -> str:
@@ -576,6 +603,11 @@ def _summary(name: str, rows: list[dict], scanned: int, seconds: float) -> dict[
         # (eligibility.py), how many were held out; and why the sessions holding none hold none.
         "held_out_cases": eligibility.total(
             r["held_out"]["cases"] for r in kept if "cases" in (r.get("held_out") or {})
+        ),
+        # Sessions whose candidates' coverage could not be measured (the rule `uncovered` was not
+        # applied there; their candidates are counted as coverage_unknown above).
+        "held_out_coverage_not_measured": sum(
+            1 for r in kept if (r.get("held_out") or {}).get("coverage") == "not_measured"
         ),
         "held_out_none": dict(
             Counter(
