@@ -12,7 +12,7 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 from harness.base.errors import InputError
 from harness.cli import main
 from reports import gate
-from reports._gate import parse_rule
+from reports._rules import parse_rule
 
 PROJECT = Path(__file__).resolve().parents[2]
 
