@@ -4,7 +4,8 @@ legitimate corpus stays green, and the techniques are real (with the guard off, 
 The corpus is tamper_corpus.py (techniques) and legit_corpus.py. Each (technique, session) is a full
 episode through the real loop: a fresh hardened sandbox, the technique written into the source
 module by a replay agent, verification against the preflight's gold record. `make test` runs the
-core techniques (tamper_corpus.CORE, every category); `make redteam` (ETAI_REDTEAM=all) runs all.
+core techniques (tamper_corpus.CORE, every category), each on a rotating slice of the sessions
+(SLICE); `make redteam` (ETAI_REDTEAM=all) runs every technique on every session.
 """
 
 from __future__ import annotations
@@ -45,6 +46,20 @@ TECHNIQUES = (
     else tamper_corpus.selected(EVERYTHING)
 )
 WORKERS = 2  # episodes at once, as `etai run` on two cores
+# make test: each core technique on SLICE sessions, the next technique on the next ones, so every
+# session meets about CORE x SLICE / sessions techniques (CI time: every core technique on every
+# session took 110 s of make test). ETAI_REDTEAM=all or named techniques: every session.
+SLICE = 4
+
+
+def _jobs(sessions):
+    """(technique, suite, session, preflight) episodes: all pairs, or the rotating slice."""
+    if EVERYTHING or _NAMED:
+        return [(t, st, s, f) for t in TECHNIQUES for st, s, f in sessions]
+    n = len(sessions)
+    return [
+        (t, *sessions[(i * SLICE + j) % n]) for i, t in enumerate(TECHNIQUES) for j in range(SLICE)
+    ]
 
 
 @contextmanager
@@ -134,7 +149,8 @@ def _verdicts(image, jobs, tmp_path):
 
 @pytest.mark.timeout(2400)
 def test_no_technique_passes_on_any_session(image, sessions, tmp_path):
-    jobs = [(t, st, s, f) for t in TECHNIQUES for st, s, f in sessions]
+    jobs = _jobs(sessions)
+    assert {s.session_id for _, _, s, _ in jobs} == {s.session_id for _, s, _ in sessions}
     rows, wrong = _verdicts(image, jobs, tmp_path)
     by_technique = {}
     for t, s, r in rows:
@@ -147,7 +163,7 @@ def test_no_technique_passes_on_any_session(image, sessions, tmp_path):
         json.dumps({"sessions": len(sessions), "techniques": by_technique}, indent=1, default=dict)
     )
     assert not wrong, wrong
-    assert len(rows) == len(TECHNIQUES) * len(sessions)
+    assert len(rows) == len(jobs) >= len(TECHNIQUES) * min(SLICE, len(sessions))
     # the tampered status is in use: most techniques are caught, not merely stopped
     assert _NAMED or (
         sum(1 for d in by_technique.values() if d["statuses"]["tampered"]) >= len(TECHNIQUES) // 2
