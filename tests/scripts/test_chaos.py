@@ -1,7 +1,7 @@
-"""scripts/chaos, the short soak (#36): the bundled suite run under 30 seeded faults of every kind
-must end with exactly the clean run's rows and leave nothing behind; and its oracle must see a
-row lost, doubled, graded differently or left as infra_error (a soak that cannot fail proves
-nothing). The long soak on a real project is `make chaos`."""
+"""scripts/chaos, the short soak (#36): half the bundled suite run under 18 seeded faults, two of
+every kind, must end with exactly the clean run's rows and leave nothing behind; and its oracle
+must see a row lost, doubled, graded differently or left as infra_error (a soak that cannot fail
+proves nothing). The long soak on a real project is `make chaos`."""
 
 from __future__ import annotations
 
@@ -16,10 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from harness.suites.load import load_suite
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "chaos"
 SEED = 7
-FAULTS = 30
+# Two faults of each of the nine kinds on every other bundled session: the whole suite under 30
+# faults took 136 s of make test; `make chaos` is the soak at length (300 faults, a real project).
+FAULTS = 18
+SESSIONS = [s.session_id for s in load_suite("jest-bugfix").sessions][::2]
 
 
 def load_script():
@@ -41,6 +46,7 @@ def soak(tmp_path_factory):
     out = tmp_path_factory.mktemp("chaos")
     cmd = [sys.executable, str(SCRIPT), "--suite", "jest-bugfix", "--faults", str(FAULTS)]
     cmd += ["--seed", str(SEED), "--out", str(out)]
+    cmd += [a for sid in SESSIONS for a in ("--session", sid)]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     report = out / f"seed-{SEED}" / "chaos-report.json"
     assert report.is_file(), (
@@ -53,11 +59,12 @@ def test_the_bundled_suite_under_faults_ends_with_the_clean_rows(soak, chaos):
     out, r, p = soak
     assert p.returncode == 0, f"{p.stdout[-6000:]}\n{p.stderr[-2000:]}"
     assert "verdict               PASS" in p.stdout
-    assert r["rows_expected"] == 14 * 3 * 2  # 14 sessions x oracle, noop, replay x 2 samples
+    assert r["rows_expected"] == 7 * 3 * 2  # 7 sessions x oracle, noop, replay x 2 samples
     assert r["rows_compared"] == r["rows_expected"]
     assert not r["mismatches"] and not r["problems"] and not r["leftovers"]
     # Faults come at marks up to 95% of the run's rows plus a drawn delay, so the last one or two
-    # can find the run ended (scripts/chaos counts those apart): 29 of 30 in one CI run here.
+    # can find the run ended (scripts/chaos counts those apart): 29 of 30 in one CI run here with
+    # the whole suite.
     missed = sum(r["faults_not_applied_run_ended_first"].values())
     assert r["faults"] >= FAULTS - 2 and r["faults"] + missed <= FAULTS, r
     kinds = set(chaos.KINDS) - (set() if os.geteuid() == 0 else {"disk-full"})
