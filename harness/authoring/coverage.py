@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from harness.authoring import eligibility
 from harness.sandbox import Sandbox
 
+_CODE = (".js", ".cjs", ".mjs", ".jsx", ".ts", ".cts", ".mts", ".tsx")
 MAX_CANDIDATES = 12  # candidates measured one by one in a session; more: not measured
 
 # The image copies the runner (and its Jest) here; the local sandbox runs it from the cache.
@@ -70,9 +71,14 @@ def changed_lines(before: Mapping[str, str], after: Mapping[str, str]) -> dict[s
 
 
 def span_lines(text: str, start: int, end: int) -> set[int]:
-    """The lines (1-based) that the span ``text[start:end]`` lies on."""
+    """The lines (1-based) that the span ``text[start:end]`` has code on (the whitespace at its
+    ends left out: a statement cut up to the next one's indentation is on one line)."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
     first = text.count("\n", 0, start) + 1
-    return set(range(first, first + text.count("\n", start, max(start, end - 1)) + 1))
+    return set(range(first, first + text.count("\n", start, end) + 1))
 
 
 def _js_regex_escape(s: str) -> str:
@@ -149,8 +155,10 @@ def measure(
 ) -> eligibility.Coverage:
     """The Coverage of ``candidates`` (test ids, all of ``files``) and of the other cases of
     ``files``, the fix's files in place in ``sb``. Raises NotMeasured (module doc: the cost)."""
-    if not candidates:
-        return eligibility.Coverage(frozenset(), {})
+    # Only code Jest runs has lines to execute (a changed .d.ts or .json has none).
+    changed = {f: n for f, n in changed.items() if f.endswith(_CODE) and not f.endswith(".d.ts")}
+    if not candidates or not changed:
+        return eligibility.Coverage(frozenset(), dict.fromkeys(candidates, frozenset()))
     names = sorted({t.split("::", 1)[1] for t in candidates})
     visible, ran = run(sb, changed, files, pattern(names, exclude=True), timeout)
     if not ran:  # the instruction's case at least stays visible

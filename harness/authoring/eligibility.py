@@ -20,6 +20,28 @@ when all of these hold, checked in this order, and otherwise stays visible with 
   made from an import) is a word of the starting workspace's non-test files or of a case that is
   not a candidate (the instruction's case among them), which stays visible whatever is chosen: a
   held-out case must not call API that only the fix introduces.
+- ``uncovered``: every changed line it executes at the fix (the lines of non-test files the fix
+  adds or changes, as they are at the fix; ``Coverage``, measured by harness/authoring/coverage.py)
+  is executed by some case that stays visible. A held-out case tests the behaviour the visible
+  tests specify on other inputs, not another feature of the same commit: a commit that fixes
+  ``half`` and gives ``label`` a unit holds out no case of the unit when no visible case runs
+  that code. Decided once, after the three rules above and their twin closure (an ineligible
+  candidate stays visible, so its lines count as visible), and never reversed: the candidates it
+  makes ineligible stay visible too, which only adds visible lines, so neither the order of the
+  candidates nor a second pass would change a verdict, and every held-out case's lines stay
+  within the visible ones. Two candidates that alone execute the same line are both ineligible,
+  though keeping one visible would let the other be held out: the rule does not choose between
+  them. The granularity is the line (a line counts when a statement starting on it ran). Coverage
+  not known (None) leaves the rule unapplied, as ``asserts=None`` does for ``vacuous``; the
+  callers count such sessions and their candidates (``coverage_unknown``).
+
+Build's mutants need no measurement where the mutated span has code on one line: a mutant is one
+contiguous span (mutants.py's ``Mutant``), a test whose run never reaches it behaves the same with
+and without it, so every killing case (the instruction's, which stays visible, among them) executes
+that line, and no candidate executes a changed line the instruction's case does not (what reads
+source text rather than running it, such as ``Function.prototype.toString``, aside). A span with
+code on several lines (a ``return`` of a function written over lines, a condition over lines) is
+measured on the fixed code as a mined fix is (build.py's ``_coverage``).
 """
 
 from __future__ import annotations

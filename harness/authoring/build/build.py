@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from harness.authoring import MEMORY_MB, eligibility
+from harness.authoring import MEMORY_MB, coverage, eligibility
 from harness.authoring.build import compose, held_out, mutants
 from harness.authoring.jest_config import JestAdditions, add_to_jest_config, additions
 from harness.authoring.record import replay_steps
@@ -447,22 +447,51 @@ def _held_out(
         for f in sorted({x.test_file for x in failures})
     }
     sc = held_out.screen(failures, tests, known, base.get("asserts"), found)
+    cov, measured = _coverage(box, ws, m, sorted(texts), sc, timeout)
+    if cov is not None:
+        sc = held_out.screen(failures, tests, known, base.get("asserts"), found, cov)
+    unknown = measured["candidates"] if measured["coverage"] == "not_measured" else 0
     # Seeded per mutant: the choice does not depend on which mutants were kept before it.
     got = held_out.split(failures, texts, random.Random(f"{opts.seed}:{m.id}"), sc.why, sc.groups)
     if isinstance(got, str):
         row["held_out"] = {
             "why_none": got,
-            "cases": eligibility.counts(len(sc.considered), sc.why, 0),
+            "cases": eligibility.counts(len(sc.considered), sc.why, 0, unknown),
+            **measured,
         }
         return failures, None
     broken = _cut_breaks(box, got, base, timeout)
-    cases = eligibility.counts(len(sc.considered), sc.why, 0 if broken else len(got.held))
+    n = 0 if broken else len(got.held)
+    cases = eligibility.counts(len(sc.considered), sc.why, n, unknown)
     if broken:
         row["held_out"] = {"why_none": "cut_breaks_a_visible_case", "broken": broken[:3]}
-        row["held_out"]["cases"] = cases
+        row["held_out"].update(cases=cases, **measured)
         return failures, None
-    row["held_out"] = {"tests": got.held, "cases": cases}
+    row["held_out"] = {"tests": got.held, "cases": cases, **measured}
     return [got.first, *failures[1:]], got
+
+
+def _coverage(
+    box: Box, ws: _Workspace, m: mutants.Mutant, files: list[str], sc: held_out.Screen, timeout
+) -> tuple[eligibility.Coverage | None, dict[str, Any]]:
+    """The Coverage of ``m``'s candidates that the other rules leave, when there is one to apply,
+    and what the row says of its measurement. A mutant on one line needs none (eligibility.py's
+    module doc: every killing case executes that line); one over several lines is measured on
+    the base, the fixed code, as a mined fix is."""
+    left = [t for t in sc.considered if t not in sc.why]
+    text = (ws.base / m.file).read_text(encoding="utf-8")
+    lines = coverage.span_lines(text, m.start, m.end)
+    if not left or len(lines) == 1:
+        return None, {"coverage": "one_line" if left else "no_candidate", "candidates": len(left)}
+    t0 = time.monotonic()
+    try:
+        cov = coverage.measure(box.sb, {m.file: lines}, files, left, timeout)
+    except coverage.NotMeasured as e:
+        if e.dead:
+            box.restart()
+        return None, {"coverage": "not_measured", "candidates": len(left), "why": str(e)[:300]}
+    seconds = round(time.monotonic() - t0, 2)
+    return cov, {"coverage": "measured", "candidates": len(left), "coverage_s": seconds}
 
 
 def _cut_breaks(box: Box, cut: held_out.Split, base: dict[str, Any], timeout: float) -> list[str]:
@@ -562,6 +591,11 @@ def _summary(name, done, base, unparsed, candidates, seconds) -> dict[str, Any]:
             # (eligibility.py), and how many were held out.
             "cases": eligibility.total(
                 r["held_out"]["cases"] for r in kept if "cases" in r.get("held_out", {})
+            ),
+            # Sessions whose multi-line mutant's candidates could not be measured (the rule
+            # `uncovered` was not applied there: their candidates are the cases' coverage_unknown).
+            "coverage_not_measured": sum(
+                1 for r in kept if r.get("held_out", {}).get("coverage") == "not_measured"
             ),
         },
         "baseline": {

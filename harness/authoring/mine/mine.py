@@ -548,10 +548,10 @@ def _screen(cand: Candidate, box: Box, failures: list, verdict: dict[str, Any]):
     sc = held_out.screen(failures, tests, known, verdict["asserts"], found)
     left = [t for t in sc.considered if t not in sc.why]
     if not left:
-        return sc, {"coverage": "measured", "candidates": 0}
+        return sc, {"coverage": "no_candidate", "candidates": 0}
     changed = coverage.changed_lines(cand.before, cand.after)
-    for f, text in cand.after.items():
-        box.sb.write_file(f, text.encode())
+    _write(box, cand.after)
+    t0 = time.monotonic()
     try:
         cov = coverage.measure(box.sb, changed, verdict["verify_files"], left, cand.opts.timeout_s)
     except coverage.NotMeasured as e:
@@ -562,7 +562,8 @@ def _screen(cand: Candidate, box: Box, failures: list, verdict: dict[str, Any]):
         return sc, {"coverage": "not_measured", "candidates": len(left), "why": str(e)[:300]}
     _write(box, cand.before)
     sc = held_out.screen(failures, tests, known, verdict["asserts"], found, cov)
-    return sc, {"coverage": "measured", "candidates": len(left)}
+    seconds = round(time.monotonic() - t0, 2)
+    return sc, {"coverage": "measured", "candidates": len(left), "coverage_s": seconds}
 
 
 def _write(box: Box, files: dict[str, str]) -> None:
