@@ -2,12 +2,12 @@
 measured in the sandbox: untrusted code never runs on the host.
 
 Jest measures it: the image's Jest (the one graded runs use) started through the sandbox's
-``exec`` with ``--coverage --coverageProvider=v8``, coverage collected from the changed files
-alone, and ``--testNamePattern`` naming the cases of a run. Jest's coverage is per run, not per
+``exec`` with ``--coverage --coverageProvider=v8``, over every file the run loads (the changed
+files are picked out here), and ``--testNamePattern`` naming the cases of a run. Jest's coverage is per run, not per
 test, so a case's lines take a run of its own. The image stays as it is: the command line is all
 that is new. Jest's ``--json`` report of that run says which tests ran, so a pattern that matched
-nothing (a name Jest does not see as the report spells it) is "not measured", never "executes
-nothing".
+nothing (a name Jest does not see as the report spells it), or a run whose coverage holds none of
+the changed files, is "not measured", never "executes nothing".
 
 Cost per session: one run of the verification files for the cases that stay visible and one for
 every candidate together; when the candidates' lines are all among the visible ones (the common
@@ -107,7 +107,9 @@ def run(
     argv = [jest, "--ci", "--watchman=false", "--runInBand", "--silent", "--json"]
     argv += ["--coverage", "--coverageProvider=v8", "--coverageReporters=json"]
     argv += ["--coverageThreshold={}", f"--testNamePattern={name_pattern}"]
-    argv += [f"--collectCoverageFrom={json.dumps(sorted(changed))}"]  # a JSON array: the files
+    # Every file the run loads (filtered here): a project's own collectCoverageFrom, relative to
+    # its rootDir (fastest-validator's is lib/), could leave the changed files out.
+    argv += ["--collectCoverageFrom=[]"]
     argv += ["--runTestsByPath", *files]
     r = sb.exec(["sh", "-c", _SCRIPT, "sh", *argv], timeout=timeout, output_cap=32 << 20)
     if r.status.value == "timeout" or r.exit_code != 0 or r.truncated:
@@ -125,6 +127,8 @@ def run(
         for t in tr.get("assertionResults", [])
         if t.get("status") in ("passed", "failed")
     }
+    if not any(_rel(p, list(changed)) in changed for p in got["coverage"]):
+        raise NotMeasured("none of the changed files is in Jest's coverage of the run")
     return frozenset(_executed(got["coverage"], changed)), ran
 
 
