@@ -46,14 +46,18 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# The tests that take minutes of sandboxes each and are not in make test yet (CI time): the
-# in-training evaluation's budget, rank sharding, FSDP lockstep and async mode (#17), the whole
-# bundled suite through a two-node Ray cluster with a node killed (#19; make test runs four sessions).
+# The tests kept out of make test for CI time (ETAI_LONG=1; a quarter of an hour on 2 busy cores):
+# the in-training evaluation's budget, rank sharding, FSDP generation (lockstep and gathered) and
+# async mode, the FSDP export read back and RoPE logits under FSDP bf16 (make test launches FSDP
+# once: the wrap and global clipping); then the whole bundled suite through a two-node Ray cluster
+# with a node killed (make test runs four sessions).
 test-long: setup
 	ETAI_LONG=1 $(BIN)/python -m pytest -q \
 	  tests/finetune/test_callback_budget.py tests/finetune/test_callback_shard.py \
 	  tests/finetune/test_callback_async.py \
-	  tests/finetune/test_fsdp.py::test_two_rank_fsdp_evaluates_every_shard_in_lockstep
+	  tests/finetune/test_fsdp.py::test_two_rank_fsdp_evaluates_every_shard \
+	  tests/finetune/test_fsdp.py::test_two_rank_fsdp_export_loads_back_with_the_trained_logits \
+	  tests/finetune/test_fsdp_precision.py::test_rope_logits_past_4k_match_fp32_under_fsdp_bf16
 	ETAI_RAY_WHOLE_SUITE=1 $(BIN)/python -m pytest -q tests/harness/test_executor_ray.py -k two_nodes
 
 test-fast: setup
@@ -62,7 +66,8 @@ test-fast: setup
 bench: setup
 	$(BIN)/python bench/jest_step.py
 
-# Every red-team technique on every session (make test runs the core ones); about 21 minutes.
+# Every red-team technique on every session (make test runs the core ones, each on a rotating four
+# of the sessions: tests/harness/test_tamper.py SLICE); about 21 minutes.
 redteam: setup
 	ETAI_REDTEAM=all $(BIN)/python -m pytest -q -s tests/harness/test_tamper.py
 
@@ -114,7 +119,8 @@ train-set: setup
 # The chaos soak (#36): a real-project suite (fastest-validator from ../shared/realrepos, 68
 # sessions, built into runs/real-suites once) under 300 seeded faults of every kind must end with
 # exactly a clean run's rows, nothing left behind; report in runs/chaos/. ARGS="--seed 2";
-# make test runs the short one (the bundled suite, 30 faults: tests/scripts/test_chaos.py).
+# make test runs the short one (7 bundled sessions, 18 faults: tests/scripts/test_chaos.py).
+# The bundled suite whole: ARGS="--suite jest-bugfix --faults 30 --seed 7".
 chaos: setup
 	$(BIN)/python scripts/chaos $(ARGS)
 
