@@ -49,15 +49,17 @@ lint: venv
 # The tests kept out of make test for CI time (ETAI_LONG=1; a quarter of an hour on 2 busy cores):
 # the in-training evaluation's budget, rank sharding, FSDP generation (lockstep and gathered) and
 # async mode, the FSDP export read back and RoPE logits under FSDP bf16 (make test launches FSDP
-# once: the wrap and global clipping); then the whole bundled suite through a two-node Ray cluster
-# with a node killed (make test runs four sessions).
+# once: the wrap and global clipping), a NODE_PATH project's history mined and replayed (make test
+# builds one); then the whole bundled suite through a two-node Ray cluster with a node killed (make
+# test runs four sessions).
 test-long: setup
 	ETAI_LONG=1 $(BIN)/python -m pytest -q \
 	  tests/finetune/test_callback_budget.py tests/finetune/test_callback_shard.py \
 	  tests/finetune/test_callback_async.py \
 	  tests/finetune/test_fsdp.py::test_two_rank_fsdp_evaluates_every_shard \
 	  tests/finetune/test_fsdp.py::test_two_rank_fsdp_export_loads_back_with_the_trained_logits \
-	  tests/finetune/test_fsdp_precision.py::test_rope_logits_past_4k_match_fp32_under_fsdp_bf16
+	  tests/finetune/test_fsdp_precision.py::test_rope_logits_past_4k_match_fp32_under_fsdp_bf16 \
+	  tests/harness/test_jest_config.py::test_a_node_path_history_is_mined_and_replays
 	ETAI_RAY_WHOLE_SUITE=1 $(BIN)/python -m pytest -q tests/harness/test_executor_ray.py -k two_nodes
 
 test-fast: setup
