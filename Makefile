@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,train,serve,report,ray,docs
 
-.PHONY: setup docker venv image browser docs demo test test-long test-fast lint bench redteam redteam-search differential mutation real-suites mined-suites etai-js train-set chaos clean
+.PHONY: setup docker venv image browser docs demo test test-long test-fast lint bench redteam fairness redteam-search differential mutation real-suites mined-suites etai-js train-set chaos clean
 
 setup: docker venv image
 
@@ -72,6 +72,12 @@ bench: setup
 # of the sessions: tests/harness/test_tamper.py SLICE); about 21 minutes.
 redteam: setup
 	ETAI_REDTEAM=all $(BIN)/python -m pytest -q -s tests/harness/test_tamper.py
+
+# The fairness corpus whole (tests/harness/fairness_corpus.py): every honest fix, written from the
+# task alone and shaped unlike the reference, replayed; none may be special_cased. make test replays
+# a slice; run this after any change to the held-out split or the verdict. A few minutes.
+fairness: setup
+	ETAI_FAIRNESS=all $(BIN)/python -m pytest -q tests/harness/test_fairness.py
 
 # A randomised search: cheats composed from primitives (when x how x what x follow-up), each a full
 # episode on a bundled session; resumable, report in runs/redteam-search/report.json; exit 1 on a
