@@ -10,10 +10,11 @@ nothing (a name Jest does not see as the report spells it), or a run whose cover
 the changed files, is "not measured", never "executes nothing".
 
 Cost per session: one run of the verification files for the cases that stay visible and one for
-every candidate together; when the candidates' lines are all among the visible ones (the common
-case) that is all, two runs. Otherwise one run per candidate, for at most ``MAX_CANDIDATES`` of
-them; more is "not measured". Each run is a cold Jest with coverage, a few seconds on a small
-suite; runs of at most the mine's ``timeout_s`` each.
+every candidate together; when the candidates' lines are all among the visible ones that is all,
+two runs. Otherwise one run per candidate, for at most ``MAX_CANDIDATES`` of them; more is "not
+measured". Each run is a cold Jest with coverage of at most the mine's ``timeout_s``: 6 to 33 s a
+session on fastest-validator and dayjs, a tenth of a kept session's mining time
+(docs/results/mined-suites.md).
 """
 
 from __future__ import annotations
