@@ -345,8 +345,7 @@ def _runs(cand: Candidate, box: Box) -> dict[str, Any]:
     commit_runs: list[dict] = []
     asserts: dict[str, int] = {}  # each test's fewest passing assertions at the commit
     slowest = 0.0
-    for f, text in after.items():
-        box.sb.write_file(f, text.encode())
+    _write(box, after)
     for _ in range(opts.runs):
         r, answer, bad = _jest(box, tests, timeout)
         if bad or not answer.get("report"):
@@ -359,8 +358,7 @@ def _runs(cand: Candidate, box: Box) -> dict[str, Any]:
         for t in r.tests:
             if t.status == "passed":
                 asserts[t.id] = min(asserts.get(t.id, t.asserts), t.asserts)
-    for f, text in before.items():
-        box.sb.write_file(f, text.encode())
+    _write(box, before)
     limit = opts.test_timeout_s or opts.timeout_s
     if hung and slowest > limit / 4:
         why = (
