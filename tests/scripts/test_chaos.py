@@ -1,4 +1,4 @@
-"""scripts/chaos, the short soak (#36): half the bundled suite run under 18 seeded faults, two of
+"""scripts/chaos, the short soak: half the bundled suite run under 18 seeded faults, two of
 every kind, must end with exactly the clean run's rows and leave nothing behind; and its oracle
 must see a row lost, doubled, graded differently or left as infra_error (a soak that cannot fail
 proves nothing). The long soak on a real project is `make chaos`."""
