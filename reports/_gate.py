@@ -15,6 +15,11 @@ Every suite kind is gated under its own metric names (reports/_kinds.py): a Huma
 (``counted>=3``). Several candidate runs (one per suite) are gated at once; a rule prefixed with a
 suite or kind name applies to that suite's run only (``humaneval:pass@1>=0.6``), one without a
 prefix to every run, and each baseline is paired with the candidate of its suite.
+
+A candidate that is the run of a suite set (`etai run --suite SET`: one run folder per project,
+reports/_sets.py) is gated once on its members' rows pooled: one verdict, its standard errors
+clustered by project; a baseline set pairs with it member by member. A member not run yet makes
+the gate unable to decide (exit 3), as an incomplete run does.
 """
 
 from __future__ import annotations
@@ -30,12 +35,12 @@ import yaml
 from harness.base.errors import InputError
 from harness.session.records import NON_TERMINAL
 from harness.session.window import Window
-from reports import _clusters, _stats
+from reports import _clusters, _sets, _stats
 from reports._compare import arm_metrics, session_values, task_metrics
 from reports._complete import for_gate
 from reports._dates import restrict
 from reports._kinds import SESSIONS, own_names, summary_value
-from reports._load import STATUSES, load
+from reports._load import STATUSES, SuiteMismatch, load
 from reports._rules import ALPHA, OPS, Rule, check_metric, paired, parse_rule, value_of
 
 
@@ -71,6 +76,7 @@ class SessionResult:
     samples: int
     message: str
     duration_s: float
+    project: str | None = None  # the session's project (its rows' ``project``), where it names one
 
 
 @dataclass(frozen=True)
@@ -154,7 +160,7 @@ def gate(
     cands, bases = _many(candidate), _many(baseline)
     if any(r.against_baseline for r in parsed) and not bases:
         raise InputError("a rule compares with the baseline, but no --baseline run was given")
-    runs = [(c, restrict(load(c), window, str(c))) for c in cands]
+    runs = [(c, _read(c, window)) for c in cands]
     names = [_names(df) for _, df in runs]
     for r in parsed:
         if r.suite and not any(r.suite in n for n in names):
@@ -163,7 +169,7 @@ def gate(
                 + ", ".join(sorted({x for n in names for x in n})),
                 where=r.text,
             )
-    based = [(b, restrict(load(b), window, str(b))) for b in bases]
+    based = [(b, _read(b, window)) for b in bases]
     several = len(runs) > 1
     arms, results, sessions, incomplete, notes = [], [], [], [], []
     base_arms = []
@@ -177,7 +183,7 @@ def gate(
         one = _gate_run(
             path, df, applies, base, agent, baseline_agent, (allow_mismatch, allow_partial), several
         )
-        label = f"{df.attrs['runs'][0]['suite']}: " if several else ""
+        label = f"{_title(df)}: " if several else ""
         arms.append(one.agent)
         base_arms.append(one.baseline_agent)
         results += [replace(x, rule=label + x.rule) for x in one.rules]
@@ -204,9 +210,54 @@ def _many(paths: str | Path | Sequence[str | Path] | None) -> list[str | Path]:
     return [] if paths is None else [paths] if isinstance(paths, (str, Path)) else list(paths)
 
 
+def _read(path: str | Path, window: Window | None) -> pd.DataFrame:
+    """A run's rows, or a suite set run's rows pooled (reports/_sets.py), inside ``window``."""
+    if _sets.is_set(path):
+        return _sets.pooled(path, window)
+    return restrict(load(path), window, str(path))
+
+
+def _title(df: pd.DataFrame) -> str:
+    return df.attrs.get("set") or df.attrs["runs"][0]["suite"]
+
+
 def _names(df: pd.DataFrame) -> set[str]:
-    """What a suite prefix may name for this run: its suite and its kind."""
+    """What a suite prefix may name for this run: its suite (a set's name for a suite set run,
+    whose rules apply to the pooled rows) and its kind."""
+    if "set" in df.attrs:
+        return {df.attrs["set"], SESSIONS}
     return {str(x) for r in df.attrs["runs"] for x in (r["suite"], r["kind"])}
+
+
+def _same_sessions(candidate: str | Path, baseline: str | Path, allow: bool) -> None:
+    """SuiteMismatch (reports/_load.py) where the baseline was run on other sessions, unless
+    ``allow``: for suite set runs, member by member, and on the same members."""
+    if not (_sets.is_set(candidate) or _sets.is_set(baseline)):
+        load([candidate, baseline], allow_mismatch=allow)
+        return
+    if not (_sets.is_set(candidate) and _sets.is_set(baseline)):
+        if not allow:
+            raise SuiteMismatch(
+                f"one of {candidate} and {baseline} is the run of a suite set, the other of one "
+                "suite; compare them anyway with --allow-mismatch"
+            )
+        return
+    c, b = (_sets.members(x)[0] for x in (candidate, baseline))
+    if (c.name, c.members) != (b.name, b.members) and not allow:
+        raise SuiteMismatch(
+            f"the sets differ ({c.name}: {', '.join(c.members)}; {b.name}: "
+            f"{', '.join(b.members)}); compare them anyway with --allow-mismatch"
+        )
+    for x, y in _sets.member_pairs(candidate, baseline):
+        load([x, y], allow_mismatch=allow)
+
+
+def _unrun(df: pd.DataFrame, path: str | Path, what: str) -> list[str]:
+    """Why a suite set run cannot be gated yet: members that have not run."""
+    return [
+        f"{m} of the {what} set {path} has not run (no run folder); rerun `etai run` on the set"
+        for m in df.attrs.get("unrun", [])
+    ]
 
 
 def _gate_run(
@@ -239,7 +290,7 @@ def _gate_run(
                 if (v := summary_value(summaries, list(summaries), spec, n)) is not None
             },
         )
-    incomplete = _incomplete(cand, arm, "candidate")
+    incomplete = _incomplete(cand, arm, "candidate") + _unrun(cand, candidate, "candidate")
     stop, notes = for_gate(cand, arm, "candidate", allow[1])
     incomplete += stop
     unmeasured = ""
@@ -256,8 +307,8 @@ def _gate_run(
             lenient,
         )
         base_rows = bdf[bdf["arm"] == base_arm]
-        load([candidate, baseline], allow_mismatch=allow[0])  # refuses runs of other sessions
-        incomplete += _incomplete(bdf, base_arm, "baseline")
+        _same_sessions(candidate, baseline, allow[0])  # refuses runs of other sessions
+        incomplete += _incomplete(bdf, base_arm, "baseline") + _unrun(bdf, baseline, "baseline")
         stop, more = for_gate(bdf, base_arm, "baseline", allow[1])
         incomplete, notes = incomplete + stop, notes + more
     results = []
@@ -435,6 +486,7 @@ def _sessions(rows: pd.DataFrame, arm: str) -> list[SessionResult]:
                 len(valid),
                 msg,
                 float(g["duration_s"].fillna(0).sum()),
+                next((str(x) for x in g["project"].dropna()), None),
             )
         )
     return out

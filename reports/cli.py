@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from harness.base.errors import InputError
+
 
 def add_parsers(sub) -> None:
     r = sub.add_parser(
@@ -21,7 +23,12 @@ def add_parsers(sub) -> None:
         "and/or report.json into OUT.",
     )
     r.add_argument(
-        "runs", nargs="+", metavar="RUN", help="run folder or training folder (repeatable)"
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="run folder, training folder, or the run of a suite set (`etai run --suite SET` "
+        "writes one: its suites are reported by suite and pooled with error bars by project) "
+        "(repeatable)",
     )
     r.add_argument("--out", required=True, help="folder to write the report into")
     r.add_argument(
@@ -73,7 +80,9 @@ def add_parsers(sub) -> None:
         "candidate",
         nargs="+",
         metavar="CANDIDATE",
-        help="run folder to gate (repeatable: one per suite; SUITE:RULE applies to one)",
+        help="run folder to gate (repeatable: one per suite; SUITE:RULE applies to one), or the "
+        "run of a suite set (`etai run --suite SET`), gated once on its suites' rows pooled, "
+        "with standard errors clustered by project",
     )
     g.add_argument(
         "--baseline",
@@ -131,19 +140,27 @@ def _report(args: argparse.Namespace) -> int:
     from reports import compare, load, write_report
     from reports._complete import Gaps
     from reports._dates import restrict
+    from reports._sets import expand, is_set
 
     window = Window.of(args.since, args.until)  # a bad date is exit 2 before any run is read
-    if args.by == "suite":
+    # the run of a suite set is one run folder per suite: reported by suite, then pooled
+    by = "suite" if any(is_set(p) for p in args.runs) else args.by
+    runs, unrun = expand(args.runs)
+    if not runs:
+        raise InputError("no run folder: " + "; ".join(unrun))
+    if by == "suite":
         # the command's code, imported when it runs: `etai --help` stays fast
         from reports._suites import by_suite
 
-        cs = by_suite(args.runs, allow_mismatch=args.allow_mismatch, window=window)
+        cs = by_suite(runs, allow_mismatch=args.allow_mismatch, window=window)
     else:
-        cs = [compare(restrict(load(args.runs, allow_mismatch=args.allow_mismatch), window))]
-    doc = cs if args.by == "suite" else cs[0]
+        cs = [compare(restrict(load(runs, allow_mismatch=args.allow_mismatch), window))]
+    doc = cs if by == "suite" else cs[0]
     written = write_report(doc, args.out, tuple(dict.fromkeys(args.format or ["md", "html"])))
     for path in written.values():
         print(path)
+    for note in unrun:
+        print(f"etai report: {note}", file=sys.stderr)
     for c in cs:
         for run in c.runs:  # rows left out as foreign, sessions without rows: reports/_complete.py
             for note in Gaps(**run["gaps"]).notes(run["path"]):
