@@ -24,7 +24,9 @@ def add_parsers(sub) -> None:
         "--suite",
         required=True,
         help="bundled suite name (jest-bugfix, or humaneval for code "
-        "completions scored in the sandbox) or a suite folder",
+        "completions scored in the sandbox), a suite folder, or a suite set (a folder with "
+        "suite-set.json, as `etai suite fetch` writes: every suite in it, each into "
+        "OUT/<suite>/)",
     )
     r.add_argument(
         "--agent", action="append", required=True, metavar="SPEC", help="agent spec (repeatable)"
@@ -130,8 +132,9 @@ def add_parsers(sub) -> None:
         "--jest",
         action="store_true",
         help="also replay every reference in the sandbox (non-green start, green within k, "
-        "untampered, repeatable) and check the trace edits only source files where the cursor "
-        "target is",
+        "untampered, repeatable), check the trace edits only source files where the cursor "
+        "target is, and measure that no held-out case executes a changed line of the reference "
+        "that no visible case executes (coverage not measured is counted apart)",
     )
     v.add_argument("--sandbox", default="docker", help="with --jest: the sandbox (default docker)")
     v.add_argument(
@@ -177,6 +180,10 @@ def _run(args: argparse.Namespace) -> int:
         )
         if v is not None
     }
+    from harness.session.suite_set import is_set
+
+    if is_set(args.suite):  # a folder of suites, one per project (`etai suite fetch` writes one)
+        return _run_set(args, options)
     summary = run(
         args.suite,
         args.agent,
@@ -206,6 +213,33 @@ def _run(args: argparse.Namespace) -> int:
 
         print(SUITE_KINDS.get(summary["kind"]).table(summary))
     return 0 if summary["complete"] else 3
+
+
+def _run_set(args: argparse.Namespace, options: dict) -> int:
+    # the command's code, imported when it runs: `etai --help` stays fast
+    from harness.cli.run_set import run_set
+    from harness.session.window import note as window_note
+    from harness.suites.kinds import SUITE_KINDS
+
+    result = run_set(
+        args.suite, args.agent, out=args.out, k=args.k, session_ids=args.session,
+        since=args.since, until=args.until, samples=args.samples, max_steps=args.max_steps,
+        workers=args.workers, sandbox=args.sandbox, options=options,
+        progress=not args.no_progress, executor=_executor(args),
+        allow_missing=args.allow_missing, regression=args.regression,
+    )  # fmt: skip
+    if args.json:
+        print(json.dumps(result, indent=2))
+    for member, summary in result["suites"].items():
+        if summary.get("fix_window"):
+            print(f"etai run: {member}: {window_note(summary['fix_window'])}", file=sys.stderr)
+        if not args.json:
+            print(f"## {member}\n{SUITE_KINDS.get(summary['kind']).table(summary)}\n")
+    out = result["out"]
+    print(f"etai run: {result['name']}: {len(result['suites'])} suite(s) run into {out}; pooled "
+          f"with error bars by project: etai report {out} --out REPORT, etai gate {out} --rule "
+          "...", file=sys.stderr)  # fmt: skip
+    return 0 if result["complete"] else 3
 
 
 def _executor(args: argparse.Namespace) -> str:
@@ -258,7 +292,7 @@ def _audit_held_out(suite) -> None:
 
 def _validate_with_jest(suite, args: argparse.Namespace) -> int:
     # the command's code, imported when it runs: `etai --help` stays fast
-    from harness.authoring.check import check_suite
+    from harness.authoring.check import check_suite, coverage_line
     from harness.runs.runner import at_least_one
     from harness.sandbox import require_kind
 
@@ -272,6 +306,12 @@ def _validate_with_jest(suite, args: argparse.Namespace) -> int:
             print(f"ok    {c.session_id}: the reference reaches green at step {c.steps_to_green}")
         else:
             print(f"FAIL  {c.session_id}: " + "; ".join(c.problems))
+        if c.coverage is not None and c.coverage.not_measured:
+            print(
+                f"      {c.session_id}: held-out coverage not measured: {c.coverage.not_measured}"
+            )
+    if any(c.coverage is not None for c in checks):
+        print(coverage_line(checks))
     bad = [c for c in checks if not c.ok]
     if bad:
         raise InputError(

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.authoring.etai_js import convert, manifest
 from harness.base.errors import InputError
@@ -266,3 +267,133 @@ def test_a_bad_row_is_named_before_anything_is_fetched(tiny, tmp_path, capsys):
     assert "2 problem(s)" in err and "missing or mistyped: test_patch" in err, err
     assert "project elsewhere is not in manifest.json" in err, err
     assert not (tmp_path / "out").exists()
+
+
+def _two_projects(tiny, dest: Path) -> Path:
+    """tiny's manifest with a second project, twin: the same history under other session ids, with
+    a lockfile of its own (another package name, so another dependency folder)."""
+    m = _copy_manifest(tiny, dest)
+    meta = json.loads((m / "manifest.json").read_text())
+    meta["projects"]["twin"] = meta["projects"]["tiny"]
+    (m / "manifest.json").write_text(json.dumps(meta))
+    shutil.copytree(m / "projects" / "tiny", m / "projects" / "twin")
+    for f in ("package.json", "package-lock.json"):
+        p = m / "projects" / "twin" / f
+        p.write_text(p.read_text().replace('"tiny"', '"twin"'))
+    rows = [json.loads(x) for x in (m / "rows.jsonl").read_text().splitlines()]
+    for r in list(rows):
+        sid = "twin-" + r["session_id"]
+        gold = {**r["gold"], "session_id": sid,
+                "provenance": {**r["gold"]["provenance"], "repo": "twin"}}  # fmt: skip
+        if "held_out_tests" in gold:
+            gold["held_out_tests"] = f"held_out/{sid}"
+        rows.append({**r, "session_id": sid, "project": "twin", "gold": gold})
+    (m / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return m
+
+
+def test_fetch_writes_one_suite_set_of_its_projects(tiny, tmp_path, capsys):
+    """Each project a suite of its own (its own dependency folder), suite-set.json naming them
+    all; what `etai run` refuses on it before anything runs."""
+    from harness.session.suite_set import SET_FILE, load_set
+
+    m, out = _two_projects(tiny, tmp_path / "m"), tmp_path / "out"
+    assert _fetch(m, "--out", out, "--mirror", tiny["mirror"], "--only", "twin") == 0
+    assert load_set(out).members == ("twin",)
+    assert _fetch(m, "--out", out, "--mirror", tiny["mirror"]) == 0
+    assert f"etai run --suite {out}" in capsys.readouterr().out
+    st = load_set(out)
+    assert (st.name, st.members) == ("etai-js@1", ("tiny", "twin"))
+    for name in st.members:
+        suite = load_suite(out / name)
+        deps = suite.sandbox.node_modules
+        assert deps == (out / name / "deps").resolve()
+        assert json.loads((deps / "package.json").read_text())["name"] == name
+        assert {s.project for s in suite.sessions} == {name}
+    # Another manifest (here the lite subset) into the same folder: refused, nothing changed.
+    before = (out / SET_FILE).read_text()
+    err = _fails(capsys, m, "--lite", "--out", out, "--mirror", tiny["mirror"])
+    assert "holds the suites of etai-js@1, not etai-js@1-lite" in err, err
+    assert (out / SET_FILE).read_text() == before and not (out / ".partial").exists()
+
+    def refused(*argv: str) -> str:
+        assert main(["run", "--suite", str(out), "--agent", "noop", "--out",
+                     str(tmp_path / "run"), "--no-progress", *argv]) == 2  # fmt: skip
+        assert not (tmp_path / "run").exists()
+        return capsys.readouterr().err
+
+    assert "unknown session id(s) in etai-js@1: nope" in refused("--session", "nope")
+    assert "inside the suite set" in refused("--out", str(out / "runs"))
+    meta = yaml.safe_load((out / "twin" / "suite.yaml").read_text())
+    k = load_suite(out / "tiny").defaults.get("k", 3)
+    meta["defaults"] = {**meta.get("defaults", {}), "k": k + 1, "max_steps": k + 1}
+    (out / "twin" / "suite.yaml").write_text(yaml.safe_dump(meta))
+    err = refused()
+    assert f"different k (tiny: {k}, twin: {k + 1}): give -k" in err, err
+    (out / SET_FILE).write_text(before.replace('"twin"', '"twin", "ghost"'))
+    err = refused("-k", str(k))
+    assert "member ghost" in err and "is not a suite folder" in err, err
+
+
+def test_a_fetched_set_runs_and_gates_as_one_benchmark(tiny, tmp_path, capsys):
+    """`etai run --suite OUT` runs every project's suite into RUN/<project>/, every row naming its
+    project; `etai gate RUN` gives one verdict with the error clustered over both projects."""
+    from harness.session.suite_set import load_set
+
+    m, out, run_ = _two_projects(tiny, tmp_path / "m"), tmp_path / "out", tmp_path / "run"
+    assert _fetch(m, "--out", out, "--mirror", tiny["mirror"]) == 0
+    one = [tiny["ids"][0], "twin-" + tiny["ids"][0]]  # a session of each project
+    argv = ["run", "--suite", str(out), "--agent", "oracle", "--agent", "noop", "--out", str(run_),
+            "--session", one[0], "--session", one[1], "--no-progress", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    assert load_set(run_).members == ("tiny", "twin")
+    for name, sid in zip(("tiny", "twin"), one):
+        rows = [json.loads(x) for x in (run_ / name / "results.jsonl").read_text().splitlines()]
+        assert {(r["session_id"], r["project"], r["suite"]) for r in rows} == {
+            (sid, name, f"etai-js@1-{name}")
+        }
+        assert sorted(r["agent"] for r in rows) == ["noop", "oracle"]
+    capsys.readouterr()
+    g = tmp_path / "g.json"
+    gate = ["gate", str(run_), "--rule", "pass@1>=0.9", "--json", str(g)]
+    assert main([*gate, "--agent", "oracle"]) == 0, capsys.readouterr().out
+    [rule] = json.loads(g.read_text())["rules"]
+    assert rule["value"] == 1.0 and rule["projects"] == 2
+    sessions = json.loads(g.read_text())["sessions"]
+    assert {(s["session_id"], s["project"]) for s in sessions} == {
+        (f"tiny/{one[0]}", "tiny"),
+        (f"twin/{one[1]}", "twin"),
+    }
+    assert main([*gate, "--agent", "noop"]) == 1
+
+
+def test_pass_to_pass_is_a_list_after_version_1(tiny, tmp_path):
+    """Rows of version 1 may count PASS_TO_PASS (the mine recorded the count); a later version's
+    rows list the test ids, from a mined suite that lists them; a count there is refused, naming
+    the session, before anything is written."""
+    with pytest.raises(InputError, match="only version 1 rows may give their count"):
+        convert.add(tmp_path / "v" / "2", tiny["mined"], tiny["repo"], url=tiny["url"],
+                    license="MIT", version=2)  # fmt: skip
+    assert not (tmp_path / "v").exists()
+    mined = tmp_path / "mined"
+    shutil.copytree(tiny["mined"], mined)
+    sessions = [json.loads(x) for x in (mined / "sessions.jsonl").read_text().splitlines()]
+    for s in sessions:
+        s["pass_to_pass"] = ["test/calc.test.js::loads"]
+    (mined / "sessions.jsonl").write_text("".join(json.dumps(s) + "\n" for s in sessions))
+    convert.add(tmp_path / "v" / "2", mined, tiny["repo"], url=tiny["url"], license="MIT",
+                version=2)  # fmt: skip
+    m = manifest.load(tmp_path / "v" / "2")
+    assert (
+        m.version == 2 and [r["pass_to_pass"] for r in m.rows] == [["test/calc.test.js::loads"]] * 2
+    )
+    # A count written into a version 2 row by hand, and an id that is not a string: named.
+    rows = (tmp_path / "v" / "2" / "rows.jsonl").read_text().splitlines()
+    bad = [json.loads(x) for x in rows]
+    bad[0]["pass_to_pass"], bad[1]["pass_to_pass"] = 1, [1]
+    (tmp_path / "v" / "2" / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in bad))
+    with pytest.raises(InputError) as e:
+        manifest.load(tmp_path / "v" / "2")
+    assert "pass_to_pass: a count (1); rows of version 2 list" in str(e.value)
+    assert "pass_to_pass: 1 item(s) not a test id" in str(e.value)
+    assert manifest.load(tiny["manifest"]).rows[0]["pass_to_pass"] == 1  # version 1: a count

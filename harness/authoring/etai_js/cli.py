@@ -15,8 +15,10 @@ def add_parser(suite_sub) -> None:
         "each project's repository is cloned from its URL (or found offline in --mirror), every "
         "session's workspace is its base commit with the test patch, checked against the "
         "manifest's content hash, and the project's dependencies are installed from its "
-        "lockfile. Writes OUT/<project>/, a suite `etai run --suite OUT/<project>` takes as it "
-        "is. A hash mismatch, a missing commit or a damaged mirror names the session and stops "
+        "lockfile. Writes OUT/<project>/, a suite of its own per project (its own dependencies "
+        "and sandbox settings), and OUT/suite-set.json naming them: `etai run --suite OUT` runs "
+        "every project fetched, `etai report` and `etai gate` on that run pool them with error "
+        "bars by project. A hash mismatch, a missing commit or a damaged mirror names the session and stops "
         "with exit 2, leaving no suite behind; rerunning after a kill resumes, skipping the "
         "sessions already built and verified.",
         epilog="Example: etai suite fetch etai-js --mirror ../shared/realrepos-history "
@@ -51,6 +53,7 @@ def _fetch(args: argparse.Namespace) -> int:
     # the command's code, imported when it runs: `etai --help` stays fast
     from harness.authoring.etai_js import lite, manifest
     from harness.authoring.etai_js.fetch import fetch
+    from harness.session import suite_set
 
     whole = manifest.load(args.manifest)
     m = lite.of(whole) if args.lite else whole
@@ -63,7 +66,9 @@ def _fetch(args: argparse.Namespace) -> int:
     )  # fmt: skip
     for name, r in done.items():
         print(f"{name}: {r['sessions']} sessions ({r['built']} built, {r['skipped']} already "
-              f"there) -> etai run --suite {r['suite']}")  # fmt: skip
+              f"there) -> {r['suite']}")  # fmt: skip
+    members = ", ".join(suite_set.load_set(out).members)
+    print(f"{m.label} at {out} ({members}) -> etai run --suite {out}")
     return 0
 
 

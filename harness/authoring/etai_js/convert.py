@@ -34,9 +34,16 @@ def _fresh(folder: Path) -> Path:
     return folder
 
 
-def row(repo: Path, mined: Path, sess: dict[str, Any], held_ids: list[str], tmp: Path) -> dict:
-    """One kept session of ``mined`` as a manifest row."""
+def row(
+    repo: Path, mined: Path, sess: dict[str, Any], held_ids: list[str], tmp: Path, version: int = 1
+) -> dict:
+    """One kept session of ``mined`` as a row of manifest ``version``: PASS_TO_PASS as the mined
+    session lists it; a count (what the mine recorded before it listed the ids) only in a version
+    that accepts one (manifest.COUNTED_P2P), else InputError naming the session."""
     sid, prov = sess["session_id"], sess["provenance"]
+    p2p = sess.get("pass_to_pass", [])
+    if problem := manifest.p2p_problem(p2p, version):
+        raise InputError(f"the mined session's {problem}", where=sid)
     ws = mined / sess.get("workspace", f"workspaces/{sid}")
     held = mined / sess["held_out_tests"] if sess.get("held_out_tests") else None
     # Siblings named a/ and b/, so the patches read as git's own do (a/x, b/x).
@@ -70,7 +77,7 @@ def row(repo: Path, mined: Path, sess: dict[str, Any], held_ids: list[str], tmp:
         "intent": sess["intent"],
         "held_out": held_ids,
         "fail_to_pass": sess.get("fail_to_pass", []),
-        "pass_to_pass": sess.get("pass_to_pass", []),
+        "pass_to_pass": p2p,
         "gold": session.elide(sess),
         "workspace_sha256": session.tree_sha256(ws, held),
     }
@@ -100,13 +107,16 @@ def add(
     kept = [json.loads(x) for x in (mined / "commits.jsonl").read_text().splitlines()]
     held = {r["session"]["session_id"]: (r.get("held_out") or {}).get("tests", [])
             for r in kept if r.get("verdict") == "kept"}  # fmt: skip
+    meta_path = version_dir / "manifest.json"
+    meta = (json.loads(meta_path.read_text()) if meta_path.is_file()
+            else {"format": manifest.FORMAT, "version": version, "projects": {}})  # fmt: skip
     rows = []
     with tempfile.TemporaryDirectory(prefix="etai-js-") as t:
         tmp = Path(t)
         for s in suite.sessions:
             if not isinstance(s.raw.get("provenance"), dict):
                 raise InputError("not a mined session (no provenance)", where=s.session_id)
-            r = row(repo, mined, s.raw, held.get(s.session_id, []), tmp)
+            r = row(repo, mined, s.raw, held.get(s.session_id, []), tmp, meta["version"])
             ws, held_dir = session.build(repo, r, tmp / "check")
             if session.tree_sha256(ws, held_dir) != r["workspace_sha256"]:
                 raise InputError("the row does not rebuild the mined workspace", where=s.session_id)
@@ -117,9 +127,6 @@ def add(
     if not rows:
         raise InputError("the mined suite holds no session", where=str(mined))
     name = rows[0]["project"]
-    meta_path = version_dir / "manifest.json"
-    meta = (json.loads(meta_path.read_text()) if meta_path.is_file()
-            else {"format": manifest.FORMAT, "version": version, "projects": {}})  # fmt: skip
     meta["projects"][name] = project_entry(mined, url=url, license=license)
     meta["projects"] = dict(sorted(meta["projects"].items()))
     lock = version_dir / "projects" / name

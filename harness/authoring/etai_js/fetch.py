@@ -1,5 +1,7 @@
 """`etai suite fetch`: a manifest (manifest.py) materialised into suite folders, one per project
-(``OUT/<project>/``: a suite's sandbox settings and dependencies are the suite's, one set each).
+(``OUT/<project>/``: a suite's sandbox settings and dependencies are the suite's, one set each),
+and ``OUT/suite-set.json`` naming every project's suite fetched there, so that `etai run --suite
+OUT` runs them all as one benchmark (harness/session/suite_set.py).
 
 Per project: its repository (cloned from its URL, or found in ``--mirror``), every session's
 workspace rebuilt and its content hash checked, then the dependencies installed as a mined suite's
@@ -26,6 +28,7 @@ from harness.base.errors import InputError
 from harness.base.progress import bar as progress_bar
 from harness.runs.results import RunFolder, write_json_atomic, write_text_atomic
 from harness.sandbox.deps import node_modules
+from harness.session import suite_set
 
 STAMP = ".etai-js.json"  # what a finished suite was built from
 
@@ -34,7 +37,10 @@ def fetch(
     m: Manifest, out: Path, *, only: str | None = None, mirror: Path | None = None,
     progress: bool = True, log: Callable[[str], None] = lambda msg: None,
 ) -> dict[str, Any]:  # fmt: skip
-    """Materialise ``m`` under ``out``; returns {project: {"suite", "sessions", "built", "skipped"}}."""
+    """Materialise ``m`` under ``out``; returns {project: {"suite", "sessions", "built", "skipped"}}.
+    ``out/suite-set.json`` then names every project of ``m`` finished there (those of earlier
+    fetches with ``only`` too); a set of another manifest there is refused before anything is
+    written."""
     if only is not None and only not in m.projects:
         raise InputError(f"no project {only!r} in {m.label}; known: {', '.join(m.projects)}",
                          where="--only")  # fmt: skip
@@ -46,12 +52,32 @@ def fetch(
                        unit="session")  # fmt: skip
     done = {}
     with RunFolder(out):  # one fetch at a time into a folder (a second is FolderBusy, exit 2)
+        _own_set(m, Path(out))
         try:
             for p in chosen:
                 done[p.name] = _project(m, p, rows[p.name], Path(out), mirror, bar, log)
         finally:
             bar.close()
+        _write_set(m, Path(out))
     return done
+
+
+def _own_set(m: Manifest, out: Path) -> None:
+    """InputError where ``out`` holds the suite set of another manifest (or version, or subset)."""
+    if suite_set.is_set(out) and suite_set.load_set(out).name != m.label:
+        raise InputError(f"holds the suites of {suite_set.load_set(out).name}, not {m.label}: "
+                         "choose another --out", where=str(out))  # fmt: skip
+
+
+def _write_set(m: Manifest, out: Path) -> None:
+    """suite-set.json: every project of ``m`` whose finished suite under ``out`` is stamped as this
+    manifest has it, in the manifest's order."""
+    members = [
+        name for name, p in m.projects.items()
+        if _read(out / name / STAMP) == _stamp(m, p, [r for r in m.rows if r["project"] == name])
+    ]  # fmt: skip
+    if members:
+        write_text_atomic(out / suite_set.SET_FILE, suite_set.dump(m.label, members))
 
 
 def _stamp(m: Manifest, p: Project, rows: list[dict]) -> dict[str, Any]:

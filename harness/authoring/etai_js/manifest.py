@@ -27,8 +27,8 @@ LOCKFILES = ("package.json", "package-lock.json", "npm-shrinkwrap.json", ".npmrc
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _SHA = re.compile(r"[0-9a-f]{40}")
 
-# Every row's keys and their JSON types (pass_to_pass: the test ids, or their count where the mine
-# recorded only the count).
+# Every row's keys and their JSON types (pass_to_pass: the test ids; a row of version 1 may hold
+# their count instead, as the mine recorded them then: COUNTED_P2P).
 ROW_KEYS: dict[str, tuple[type, ...]] = {
     "session_id": (str,),
     "project": (str,),
@@ -49,6 +49,24 @@ ROW_KEYS: dict[str, tuple[type, ...]] = {
     "gold": (dict,),
     "workspace_sha256": (str,),
 }
+# The versions whose rows may give PASS_TO_PASS as a count. A released version never changes, so
+# version 1 keeps its counts; every later version lists the test ids, as SWE-bench rows do.
+COUNTED_P2P = (1,)
+
+
+def p2p_problem(value: Any, version: int) -> str | None:
+    """Why ``value`` is not a row's pass_to_pass in ``version``, or None."""
+    if isinstance(value, list):
+        bad = [x for x in value if not isinstance(x, str)]
+        return f"pass_to_pass: {len(bad)} item(s) not a test id (a string)" if bad else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        if version in COUNTED_P2P:
+            return None
+        return (
+            f"pass_to_pass: a count ({value}); rows of version {version} list the PASS_TO_PASS "
+            "test ids (only version 1 rows may give their count)"
+        )
+    return "pass_to_pass: must be the list of PASS_TO_PASS test ids"
 
 
 @dataclass(frozen=True)
@@ -176,7 +194,8 @@ def load(name: str | Path) -> Manifest:
             problems.append(f"project {name_}: projects/{name_}/package.json is missing")
         else:
             projects[name_] = Project(name_, p["url"], p["license"], lock, p["suite"])
-    rows = _rows(folder / "rows.jsonl", projects, problems)
+    version = meta.get("version") if isinstance(meta.get("version"), int) else 0
+    rows = _rows(folder / "rows.jsonl", projects, problems, version)
     if problems:
         raise InputError(
             f"{len(problems)} problem(s):\n  " + "\n  ".join(problems), where=str(folder)
@@ -184,7 +203,9 @@ def load(name: str | Path) -> Manifest:
     return Manifest(meta["version"], folder, projects, rows)
 
 
-def _rows(path: Path, projects: dict[str, Project], problems: list[str]) -> list[dict]:
+def _rows(
+    path: Path, projects: dict[str, Project], problems: list[str], version: int
+) -> list[dict]:
     rows, seen = [], set()
     lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
     for n, line in enumerate(lines, 1):
@@ -201,6 +222,8 @@ def _rows(path: Path, projects: dict[str, Project], problems: list[str]) -> list
         bad += [k for k in ("base_commit", "fix_commit") if not _SHA.fullmatch(str(row.get(k)))]
         if bad:
             problems.append(f"{where}: missing or mistyped: {', '.join(sorted(set(bad)))}")
+        elif p2p := p2p_problem(row["pass_to_pass"], version):
+            problems.append(f"{where}: {p2p}")
         elif row["project"] not in projects:
             problems.append(f"{where}: project {row['project']} is not in manifest.json")
         elif row["session_id"] in seen or row["gold"].get("session_id") != row["session_id"]:
