@@ -22,7 +22,9 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import time
 from collections.abc import Mapping
+from typing import Any, Protocol
 
 from harness.authoring import eligibility
 from harness.sandbox import Sandbox
@@ -183,6 +185,40 @@ def measure(
         if t not in ran_t:
             raise NotMeasured(f"Jest did not run {t}")
     return eligibility.Coverage(visible, of)
+
+
+class Box(Protocol):
+    """A sandbox its holder can start again (build.py's ``Box``)."""
+
+    sb: Sandbox
+
+    def restart(self) -> None: ...
+
+
+def measured(
+    box: Box,
+    changed: Mapping[str, set[int]],
+    files: list[str],
+    candidates: list[str],
+    timeout: float,
+) -> tuple[eligibility.Coverage | None, dict[str, Any]]:
+    """``measure`` in ``box`` (the fix's files in place), and what a verdict row says of it:
+    ``coverage`` (``measured`` or ``not_measured``), ``candidates``, and ``coverage_s`` or
+    ``why``. A sandbox that did not answer is started again (``box.restart``); the Coverage is
+    None when not measured."""
+    t0 = time.monotonic()
+    try:
+        cov = measure(box.sb, changed, files, candidates, timeout)
+    except NotMeasured as e:
+        if e.dead:
+            box.restart()
+        return None, {
+            "coverage": "not_measured",
+            "candidates": len(candidates),
+            "why": str(e)[:300],
+        }
+    seconds = round(time.monotonic() - t0, 2)
+    return cov, {"coverage": "measured", "candidates": len(candidates), "coverage_s": seconds}
 
 
 def _local_jest() -> str:

@@ -483,15 +483,7 @@ def _coverage(
     lines = coverage.span_lines(text, m.start, m.end)
     if not left or len(lines) == 1:
         return None, {"coverage": "one_line" if left else "no_candidate", "candidates": len(left)}
-    t0 = time.monotonic()
-    try:
-        cov = coverage.measure(box.sb, {m.file: lines}, files, left, timeout)
-    except coverage.NotMeasured as e:
-        if e.dead:
-            box.restart()
-        return None, {"coverage": "not_measured", "candidates": len(left), "why": str(e)[:300]}
-    seconds = round(time.monotonic() - t0, 2)
-    return cov, {"coverage": "measured", "candidates": len(left), "coverage_s": seconds}
+    return coverage.measured(box, {m.file: lines}, files, left, timeout)
 
 
 def _cut_breaks(box: Box, cut: held_out.Split, base: dict[str, Any], timeout: float) -> list[str]:

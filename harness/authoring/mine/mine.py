@@ -549,19 +549,14 @@ def _screen(cand: Candidate, box: Box, failures: list, verdict: dict[str, Any]):
         return sc, {"coverage": "no_candidate", "candidates": 0}
     changed = coverage.changed_lines(cand.before, cand.after)
     _write(box, cand.after)
-    t0 = time.monotonic()
-    try:
-        cov = coverage.measure(box.sb, changed, verdict["verify_files"], left, cand.opts.timeout_s)
-    except coverage.NotMeasured as e:
-        if e.dead:
-            box.restart()  # a fresh sandbox on the workspace: the parent's source again
-        else:
-            _write(box, cand.before)
-        return sc, {"coverage": "not_measured", "candidates": len(left), "why": str(e)[:300]}
+    cov, measured = coverage.measured(
+        box, changed, verdict["verify_files"], left, cand.opts.timeout_s
+    )
+    # back to the parent's source (a sandbox started again after dying already holds it)
     _write(box, cand.before)
-    sc = held_out.screen(failures, tests, known, verdict["asserts"], found, cov)
-    seconds = round(time.monotonic() - t0, 2)
-    return sc, {"coverage": "measured", "candidates": len(left), "coverage_s": seconds}
+    if cov is not None:
+        sc = held_out.screen(failures, tests, known, verdict["asserts"], found, cov)
+    return sc, measured
 
 
 def _write(box: Box, files: dict[str, str]) -> None:
