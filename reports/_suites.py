@@ -22,10 +22,16 @@ from reports._section import Section, cell_ci, fmt
 
 
 def by_suite(
-    paths: Iterable[str | Path], *, allow_mismatch: bool = False, window: Window | None = None
+    paths: Iterable[str | Path],
+    *,
+    allow_mismatch: bool = False,
+    window: Window | None = None,
+    left_out: list[str] | None = None,
 ) -> list[Comparison]:
     """One Comparison per suite, in the order the suites first appear among ``paths``; with
-    ``window``, each on its sessions fixed inside it (reports/_dates.py)."""
+    ``window``, each on its sessions fixed inside it (reports/_dates.py). A suite with no session
+    inside the window is an InputError, or, given a ``left_out`` list, left out and named there
+    (the suites of a suite set's run: reports/_sets.py)."""
     groups: dict[str, list[str | Path]] = {}
     for p in paths:
         suites = {r["suite"] for r in load(p).attrs["runs"]}
@@ -36,10 +42,20 @@ def by_suite(
         groups.setdefault(suites.pop(), []).append(p)
     if not groups:
         raise InputError("no run folders given")
-    return [
-        compare(restrict(load(g, allow_mismatch=allow_mismatch), window, f"suite {name}"))
-        for name, g in groups.items()
-    ]
+    out = []
+    for name, g in groups.items():
+        df = load(g, allow_mismatch=allow_mismatch)
+        try:
+            out.append(compare(restrict(df, window, f"suite {name}")))
+        except InputError as e:
+            if left_out is None or window is None or e.where != "--since/--until":
+                raise
+            left_out.append(f"suite {name}: no session {window.describe()}, left out")
+    if not out:
+        raise InputError(
+            f"no session of any suite was {window.describe()}", where="--since/--until"
+        )
+    return out
 
 
 def slug(suite: str) -> str:

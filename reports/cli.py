@@ -144,7 +144,8 @@ def _report(args: argparse.Namespace) -> int:
 
     window = Window.of(args.since, args.until)  # a bad date is exit 2 before any run is read
     # the run of a suite set is one run folder per suite: reported by suite, then pooled
-    by = "suite" if any(is_set(p) for p in args.runs) else args.by
+    sets = any(is_set(p) for p in args.runs)
+    by = "suite" if sets else args.by
     runs, unrun = expand(args.runs)
     if not runs:
         raise InputError("no run folder: " + "; ".join(unrun))
@@ -152,7 +153,8 @@ def _report(args: argparse.Namespace) -> int:
         # the command's code, imported when it runs: `etai --help` stays fast
         from reports._suites import by_suite
 
-        cs = by_suite(runs, allow_mismatch=args.allow_mismatch, window=window)
+        lenient = unrun if sets else None  # a set's suites: a project may have no fix in the window
+        cs = by_suite(runs, allow_mismatch=args.allow_mismatch, window=window, left_out=lenient)
     else:
         cs = [compare(restrict(load(runs, allow_mismatch=args.allow_mismatch), window))]
     doc = cs if by == "suite" else cs[0]

@@ -129,3 +129,24 @@ def test_members_run_with_different_k_do_not_pool(tmp_path):
     run = _set(tmp_path / "run", {"p1": True, "p2": False}, p2={"k": 5})
     p, _ = _gate(tmp_path, str(run), "--rule", "pass@1>=0.4")
     assert p.returncode == 2 and "different k" in p.stderr and "rerun with one -k" in p.stderr
+
+
+def test_a_fix_window_pools_the_projects_with_a_fix_inside_it(tmp_path):
+    """p1's fixes are of 2020, p2's of 2024: after 2023 only p2 is pooled, by the gate and the
+    report alike, and p1 is named as left out rather than failing the command."""
+    run = _set(tmp_path / "run", {"p1": True, "p2": False})
+    for project, day in (("p1", "2020-05-01"), ("p2", "2024-05-01")):
+        f = run / project / "results.jsonl"
+        rows = [{**json.loads(x), "fix_date": day} for x in f.read_text().splitlines()]
+        f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    p, doc = _gate(tmp_path, str(run), "--rule", "pass@1>=0.4", "--since", "2023-01-01")
+    assert p.returncode == 1, p.stdout + p.stderr  # p2's three fail
+    [rule] = doc["rules"]
+    assert rule["value"] == 0.0 and rule["projects"] == 1
+    assert any("p1: no session fixed on or after 2023-01-01" in n for n in doc["notes"]), doc
+    out = tmp_path / "rep"
+    p = etai("report", str(run), "--out", str(out), "--format", "json", "--since", "2023-01-01")
+    assert p.returncode == 0 and "suite bench-p1: no session" in p.stderr, p.stderr
+    assert [c["suite"] for c in json.loads((out / "report.json").read_text())["suites"]] == [
+        "bench-p2"
+    ]
