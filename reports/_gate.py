@@ -14,7 +14,10 @@ Every suite kind is gated under its own metric names (reports/_kinds.py): a Huma
 ``pass@N`` and the status counts, a plug-in kind also the metrics its summary states
 (``counted>=3``). Several candidate runs (one per suite) are gated at once; a rule prefixed with a
 suite or kind name applies to that suite's run only (``humaneval:pass@1>=0.6``), one without a
-prefix to every run, and each baseline is paired with the candidate of its suite.
+prefix to every run. Each candidate is paired with the baseline of its suite, by the suite's name
+(never by the kind, which runs of different suites share), whatever order they are given in; a
+candidate that a baseline rule applies to and that has no baseline of its suite is refused, naming
+the baselines left unpaired, unless --allow-mismatch, which pairs it with the first of those.
 
 A candidate that is the run of a suite set (`etai run --suite SET`: one run folder per project,
 reports/_sets.py) is gated once on its members' rows pooled: one verdict, its standard errors
@@ -171,15 +174,11 @@ def gate(
             )
     based = [(b, _read(b, window)) for b in bases]
     several = len(runs) > 1
-    arms, results, sessions, incomplete, notes = [], [], [], [], []
+    pairs, notes = _pairs(runs, based, parsed, allow_mismatch)
+    arms, results, sessions, incomplete = [], [], [], []
     base_arms = []
-    for (path, df), mine in zip(runs, names):
+    for (path, df), mine, base in zip(runs, names, pairs):
         applies = [r for r in parsed if r.suite is None or r.suite in mine]
-        base = next(((b, bdf) for b, bdf in based if _names(bdf) & mine), None)
-        if base is None and len(based) == 1 and not several:
-            base = based[0]  # one candidate, one baseline: paired whatever their names
-        if base is None and any(r.against_baseline for r in applies):
-            raise InputError(f"no --baseline run is of the suite of {path} ({min(mine)})")
         one = _gate_run(
             path, df, applies, base, agent, baseline_agent, (allow_mismatch, allow_partial), several
         )
@@ -219,6 +218,63 @@ def _read(path: str | Path, window: Window | None) -> pd.DataFrame:
 
 def _title(df: pd.DataFrame) -> str:
     return df.attrs.get("set") or df.attrs["runs"][0]["suite"]
+
+
+def _suites(df: pd.DataFrame) -> set[str]:
+    """What pairs a candidate with its baseline: its suite's name (a set's name for a suite set
+    run). Not its kind: runs of every session suite are of kind ``sessions``."""
+    if "set" in df.attrs:
+        return {df.attrs["set"]}
+    return {str(r["suite"]) for r in df.attrs["runs"]}
+
+
+def _pairs(
+    runs: list[tuple[str | Path, pd.DataFrame]],
+    based: list[tuple[str | Path, pd.DataFrame]],
+    rules: list[Rule],
+    allow_mismatch: bool,
+) -> tuple[list[tuple[str | Path, pd.DataFrame] | None], list[str]]:
+    """Each candidate's baseline (None: it has none and no baseline rule applies to it), and notes
+    naming the baselines paired with no candidate. One candidate and one baseline are paired
+    whatever their suites: comparing them is _same_sessions' to refuse, with its own reasons."""
+    if len(runs) == 1 and len(based) == 1:
+        return [based[0]], []
+    out: list[tuple[str | Path, pd.DataFrame] | None] = []
+    for path, df in runs:
+        mine = _suites(df)
+        same = [b for b in based if _suites(b[1]) & mine]
+        if len(same) > 1:
+            raise InputError(
+                f"{len(same)} --baseline runs are of the suite of {path} ({_of(df)}): "
+                f"{', '.join(str(b) for b, _ in same)}; give one"
+            )
+        out.append(same[0] if same else None)
+    left = [b for b in based if not any(b is o for o in out)]
+    for i, (path, df) in enumerate(runs):
+        mine = _names(df)
+        if out[i] is not None or not any(
+            r.against_baseline and (r.suite is None or r.suite in mine) for r in rules
+        ):
+            continue
+        if allow_mismatch and left:
+            out[i] = left.pop(0)  # compared although of another suite, as asked
+            continue
+        where = f"no --baseline run is of the suite of candidate {path} (suite {_of(df)})"
+        if not left:
+            raise InputError(f"{where}; every baseline given is paired with another candidate")
+        raise InputError(
+            f"{where}; baselines paired with no candidate: "
+            + ", ".join(f"{b} (suite {_of(bdf)})" for b, bdf in left)
+            + "; compare the first of them with it anyway with --allow-mismatch"
+        )
+    return out, [
+        f"baseline {b} (suite {_of(bdf)}) is paired with no candidate: no candidate is of its suite"
+        for b, bdf in left
+    ]
+
+
+def _of(df: pd.DataFrame) -> str:
+    return ", ".join(sorted(_suites(df)))
 
 
 def _names(df: pd.DataFrame) -> set[str]:
