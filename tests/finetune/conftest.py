@@ -28,21 +28,50 @@ def tokenizer(sessions):
     return tok
 
 
+def _overrides(folder: Path, **extra: object) -> list[str]:
+    values = {
+        "data.sessions": str(SESSIONS_PATH),
+        "data.mds_dir": str(folder / "mds"),
+        "train.save_folder": str(folder / "ckpt"),
+        "train.log_file": str(folder / "log.txt"),
+        **{k.replace("__", "."): v for k, v in extra.items()},
+    }
+    return [f"{k}={v}" for k, v in values.items()]
+
+
 @pytest.fixture
 def tiny_overrides():
     """overrides(folder, **extra): point tiny-cpu at the fixtures and a private run folder."""
+    return _overrides
 
-    def overrides(folder: Path, **extra: object) -> list[str]:
-        values = {
-            "data.sessions": str(SESSIONS_PATH),
-            "data.mds_dir": str(folder / "mds"),
-            "train.save_folder": str(folder / "ckpt"),
-            "train.log_file": str(folder / "log.txt"),
-            **{k.replace("__", "."): v for k, v in extra.items()},
-        }
-        return [f"{k}={v}" for k, v in values.items()]
 
-    return overrides
+def _launch(tmp_path: Path, overrides: list[str], port: int):
+    import os
+    import subprocess
+    import sys
+
+    launcher = os.path.join(os.path.dirname(sys.executable), "composer")
+    cmd = [
+        launcher,
+        "-n",
+        "2",
+        "--master_port",
+        str(port),
+        "--stdout",
+        str(tmp_path / "out{rank}.txt"),
+        "--stderr",
+        str(tmp_path / "err{rank}.txt"),
+        "-m",
+        "finetune.train",
+        str(TINY_CONFIG),
+    ]
+    cmd += [x for o in overrides for x in ("--set", o)]
+    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    proc = subprocess.run(
+        cmd, check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
 
 
 @pytest.fixture
@@ -51,36 +80,32 @@ def launch_two_ranks(free_port):
 
     Returns a function (tmp_path, overrides) that asserts the launch succeeded.
     """
-    import os
-    import subprocess
-    import sys
+    return lambda tmp_path, overrides: _launch(tmp_path, overrides, free_port())
 
-    def launch(tmp_path: Path, overrides: list[str]) -> subprocess.CompletedProcess:
-        port = free_port()
-        launcher = os.path.join(os.path.dirname(sys.executable), "composer")
-        cmd = [
-            launcher,
-            "-n",
-            "2",
-            "--master_port",
-            str(port),
-            "--stdout",
-            str(tmp_path / "out{rank}.txt"),
-            "--stderr",
-            str(tmp_path / "err{rank}.txt"),
-            "-m",
-            "finetune.train",
-            str(TINY_CONFIG),
-        ]
-        cmd += [x for o in overrides for x in ("--set", o)]
-        env = {**os.environ, "PYTHONPATH": str(PROJECT)}
-        proc = subprocess.run(
-            cmd, check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-        )
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        return proc
 
-    return launch
+# HarnessEval in the shared two-rank run: two bundled sessions, one per rank, after every batch.
+TWO_RANK_EVAL_SESSIONS = ["profile-display-name-null", "paginate-page-size-off-by-one"]
+TWO_RANK_EVAL = (
+    f"{{interval: 1ba, suite: jest-bugfix, sessions: [{', '.join(TWO_RANK_EVAL_SESSIONS)}], "
+    "k: 2, max_steps: 2, workers: 2, budget_s: 120, generation: {max_new_tokens: 24}}"
+)
+
+
+@pytest.fixture(scope="session")
+def two_rank_run(tmp_path_factory, free_port) -> Path:
+    """One two-process gloo launch (Composer's launcher) that two tests read, each once a launch of
+    its own (about 20 s each in make test): tiny-cpu from MDS shards for 2 epochs (8 sessions, batch
+    4 per rank: one batch an epoch), a checkpoint each epoch, HarnessEval after each batch.
+    tests/finetune/test_ft_train.py checks the training, test_ft_callbacks.py the evaluation."""
+    folder = tmp_path_factory.mktemp("two-ranks")
+    overrides = _overrides(
+        folder,
+        train__max_duration="2ep",
+        train__save_interval="1ep",
+        callbacks__harness_eval=TWO_RANK_EVAL,
+    )
+    _launch(folder, overrides, free_port())
+    return folder
 
 
 REAL_PROJECTS = ("dayjs", "luxon", "commander", "fastest-validator", "dinero", "redux")

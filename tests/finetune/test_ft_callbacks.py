@@ -206,19 +206,16 @@ def test_live_model_is_an_agent_spec_only_inside_its_block(tokenizer):
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_two_ranks_share_the_eval_and_both_log_the_broadcast_metrics(
-    tmp_path, tiny_overrides, launch_two_ranks
-):
-    # 8 sessions, batch 4 per rank, 2 ranks: one batch per epoch
-    overrides = _quick(tmp_path, tiny_overrides, callbacks__harness_eval=EVAL)
-    overrides += ["train.max_duration=2ba", "callbacks.harness_eval.interval=1ba"]
-    launch_two_ranks(tmp_path, overrides)
+def test_two_ranks_share_the_eval_and_both_log_the_broadcast_metrics(two_rank_run):
+    # conftest.py's two-rank run: 8 sessions, batch 4 per rank, 2 ranks: one batch per epoch, 2
+    # epochs, HarnessEval every batch on two sessions
+    run = two_rank_run
     for batch in (1, 2):
-        rows = (tmp_path / "ckpt" / "harness-eval" / f"ba{batch}" / "results.jsonl").read_text()
+        rows = (run / "ckpt" / "harness-eval" / f"ba{batch}" / "results.jsonl").read_text()
         assert len(rows.splitlines()) == 2  # one evaluation per interval, merged by rank 0
         for rank in (0, 1):  # no FSDP: each rank evaluated its half of the sessions
-            shard = tmp_path / "ckpt" / "harness-eval" / f"ba{batch}" / f"rank{rank}"
+            shard = run / "ckpt" / "harness-eval" / f"ba{batch}" / f"rank{rank}"
             assert len((shard / "results.jsonl").read_text().splitlines()) == 1
-    assert not (tmp_path / "ckpt" / "harness-eval" / "ba3").exists()
-    rank1 = (tmp_path / "err1.txt").read_text() + (tmp_path / "out1.txt").read_text()
+    assert not (run / "ckpt" / "harness-eval" / "ba3").exists()
+    rank1 = (run / "err1.txt").read_text() + (run / "out1.txt").read_text()
     assert "harness/path_accuracy@1" in rank1 and "harness/error: 0" in rank1

@@ -166,13 +166,13 @@ def test_main_exit_2_names_the_key(tmp_path, tiny_overrides, capsys, override, k
     assert f"config error: {key}:" in capsys.readouterr().err
 
 
+@pytest.mark.docker  # the shared run evaluates in the sandbox too (test_ft_callbacks.py reads it)
 @pytest.mark.slow
-def test_two_process_gloo_run_through_composer_launcher(tmp_path, tiny_overrides, launch_two_ranks):
-    overrides = tiny_overrides(tmp_path, train__max_duration="2ep", train__save_interval="1ep")
-    launch_two_ranks(tmp_path, overrides)
+def test_two_process_gloo_run_through_composer_launcher(two_rank_run):
+    run = two_rank_run  # tiny-cpu from MDS shards for 2 epochs, a checkpoint each (conftest.py)
     # 8 sessions, batch 4 per rank, 2 ranks: one batch per epoch (a single process would need two)
-    assert (tmp_path / "ckpt" / "ep2-ba2-rank0.pt").exists()
-    log = (tmp_path / "log.txt").read_text()
+    assert (run / "ckpt" / "ep2-ba2-rank0.pt").exists()
+    log = (run / "log.txt").read_text()
     assert "num_cpus_per_node: 2" in log
     assert "loss/train/total" in log and "loss/train/intent" in log
-    assert "loss/train/total" in (tmp_path / "err1.txt").read_text()  # rank 1 trained too
+    assert "loss/train/total" in (run / "err1.txt").read_text()  # rank 1 trained too
