@@ -60,7 +60,8 @@ def history_of(proj: dict, realrepos: Path, repos: dict[str, str]) -> Path | Non
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     from harness.authoring.mine import history
-    from harness.authoring.mine.mine import MineOptions, mine
+    from harness.authoring.mine.mine import mine
+    from harness.authoring.mine.options import MineOptions
     from harness.base.errors import EtaiError
     from harness.runs.runner import run
 

@@ -50,7 +50,8 @@ def build_project(
     `make real-suites` and scripts/chaos both run. ``caps``: ``per_file``/``per_function``
     mutants (BuildOptions' defaults unless given). Returns the build's summary."""
     sys.path.insert(0, str(ROOT))
-    from harness.authoring.build.build import BuildOptions, build
+    from harness.authoring.build.build import build
+    from harness.authoring.build.options import BuildOptions
 
     opts = BuildOptions(
         **caps,

@@ -213,7 +213,7 @@ def check_suite(
     """Every session: the trace read as text, then its reference replayed in the sandbox, then
     for a session with held-out cases whose reference holds, their coverage at the fix
     (``coverage_audit``)."""
-    from harness.authoring.build.build import Box
+    from harness.authoring.box import Box
     from harness.runs.session_jobs import sandbox_profile
 
     k = int(suite.defaults.get("k", 3))

@@ -188,7 +188,7 @@ def measure(
 
 
 class Box(Protocol):
-    """A sandbox its holder can start again (build.py's ``Box``)."""
+    """A sandbox its holder can start again (harness/authoring/box.py's ``Box``)."""
 
     sb: Sandbox
 

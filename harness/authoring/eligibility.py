@@ -41,7 +41,7 @@ and without it, so every killing case (the instruction's, which stays visible, a
 that line, and no candidate executes a changed line the instruction's case does not (what reads
 source text rather than running it, such as ``Function.prototype.toString``, aside). A span with
 code on several lines (a ``return`` of a function written over lines, a condition over lines) is
-measured on the fixed code as a mined fix is (build.py's ``_coverage``).
+measured on the fixed code as a mined fix is (build/split.py's ``_coverage``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ import pytest
 from harness.agents.etai_format import Action
 from harness.authoring.build.compose import Failure
 from harness.authoring.mine import fix, history
-from harness.authoring.mine.mine import MineOptions, _skip_reason, fail_to_pass
+from harness.authoring.mine.mine import _skip_reason, fail_to_pass
+from harness.authoring.mine.options import MineOptions
 from harness.base.errors import InputError
 from harness.runs.loop import edit_cursor
 

@@ -82,7 +82,8 @@ def test_a_fix_of_a_hang_is_kept_with_the_hang_as_the_failure(tmp_path, image, m
     """A catastrophic regular expression hangs the parent's run past the per-run limit; the
     commit's runs end at once: the hang counts as the test's failure and the fix is kept, where it
     was left out as does_not_run (the sandbox's deadline is short here to keep the test small)."""
-    from harness.authoring.mine.mine import MineOptions, mine
+    from harness.authoring.mine.mine import mine
+    from harness.authoring.mine.options import MineOptions
 
     repo, commit = _git_project(tmp_path, monkeypatch)
     is_a, test = repo / "lib" / "is-a.js", repo / "test" / "is-a.test.js"

@@ -125,7 +125,8 @@ def test_the_builder_puts_no_bug_in_a_helper(tmp_path, make_project, image):
     import json
 
     from harness.authoring.build import mutants
-    from harness.authoring.build.build import BuildOptions, build
+    from harness.authoring.build.build import build
+    from harness.authoring.build.options import BuildOptions
 
     root = make_project(tmp_path / "tiny", PROJECT)
     assert mutants.find({"src/check.js": HELPER})[0]  # the helper has sites a builder would try

@@ -23,15 +23,15 @@ from typing import Any
 
 import yaml
 
-from harness.authoring import MEMORY_MB, coverage, eligibility
-from harness.authoring.build import compose, held_out, mutants
+from harness.authoring import MEMORY_MB, eligibility
+from harness.authoring.box import Box
+from harness.authoring.build import compose, jest_runs, mutants, split
+from harness.authoring.build.options import BuildOptions
 from harness.authoring.jest_config import JestAdditions, add_to_jest_config, additions
-from harness.authoring.record import replay_steps
-from harness.base.errors import InputError, SandboxDead
+from harness.base.errors import InputError
 from harness.base.progress import bar as progress_bar
-from harness.grading import jest
 from harness.runs.results import RunFolder, append_line, write_json_atomic, write_text_atomic
-from harness.sandbox import Limits, Status, close_quietly, provider
+from harness.sandbox import Limits, provider
 from harness.sandbox.deps import has_lockfile, node_modules, resolve_lockfile
 from harness.session.workspace import workspace_paths
 
@@ -44,24 +44,6 @@ DROP_REASONS = (
     "capped",  # its file or function already has its share of kept mutants
     "caught_beside_a_failing_test",  # only tests in files that hold a baseline-failing test fail
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class BuildOptions:
-    max_sessions: int | None = None
-    runs: int = 3
-    seed: int = 0
-    src: tuple[str, ...] = ()  # source folders/files; default: src/, lib/ or index.js
-    env: tuple[tuple[str, str], ...] = ()  # the suite's sandbox variables (TZ, LANG, ...)
-    module_map: tuple[tuple[str, str], ...] = ()  # moduleNameMapper entries (jest_config.py)
-    entry: str | None = None  # package.json's main in the workspace (jest_config.py)
-    per_file: int = 6
-    per_function: int = 2
-    timeout_s: float = 180.0
-    sandbox: str = "docker"
-    related: bool = True  # a mutant runs only the test files that depend on its file (Jest's graph)
-    resolve_lockfile: bool = False  # a project without a lockfile gets one resolved into the base
-    held_out: str = "split"  # split: hold out part of each mutant's killing cases (held_out.py)
 
 
 def _default_src(project: Path) -> tuple[str, ...]:
@@ -89,188 +71,6 @@ def _snapshot(project: Path, base: Path) -> str:
         shutil.copyfile(p, base / rel)
     stamp.write_text(digest + "\n")
     return digest
-
-
-class Box:
-    """The build's sandbox on the base snapshot, restarted when a mutant kills it (timeouts)."""
-
-    def __init__(self, sandbox: str, base: Path, limits: Limits):
-        self._prov, self._base, self.limits = provider(sandbox), base, limits
-        self.sb = self._prov.start(base, limits=limits)
-
-    def restart(self) -> None:
-        close_quietly(self.sb)
-        self.sb = self._prov.start(self._base, limits=self.limits)
-
-    def jest(
-        self, files: list[str] | None, timeout: float, *, related: list[str] | None = None
-    ) -> tuple[jest.JestResult, dict]:
-        req = {"test_files": files, "timeout_ms": int(timeout * 1000), "output_cap": 1 << 20}
-        if related:
-            req["related"] = related
-        answer = self.sb.request("jest", req, timeout=timeout)
-        return jest.from_runner(answer, guarded=self.limits.guard), answer
-
-    def close(self) -> None:
-        close_quietly(self.sb)
-
-
-def file_of(tid: str) -> str:
-    """The test file of a test id (``file::full name``)."""
-    return tid.split("::", 1)[0]
-
-
-def _statuses(r: jest.JestResult) -> dict[str, str]:
-    return {t.id: t.status for t in r.tests}
-
-
-def baseline(box: Box, runs: int, timeout: float, progress: bool) -> dict[str, Any]:
-    """The whole suite ``runs`` times: per test, how often it passed; flaky and failing tests."""
-    counts: dict[str, Counter] = {}
-    asserts: dict[str, int] = {}  # each passing test's fewest passing assertions over the runs
-    seconds = []
-    for _ in range(runs):
-        r, answer = box.jest(None, timeout)
-        if r.evidence != "nonce" or r.tamper:
-            tail = str(answer.get("output_tail") or "").strip()[-1500:]
-            raise InputError(
-                f"the project's tests do not run in the sandbox: {r.reason}"
-                + (f"; Jest's output ends:\n{tail}" if tail else ""),
-                where="baseline",
-            )
-        seconds.append(round(r.duration_s, 2))
-        for tid, st in _statuses(r).items():
-            counts.setdefault(tid, Counter())[st] += 1
-        for t in r.tests:
-            if t.status == "passed":
-                asserts[t.id] = min(asserts.get(t.id, t.asserts), t.asserts)
-        for f in r.failed_tests:  # a file that fails to load has no test records
-            if f.name == "(test file failed to run)":
-                counts.setdefault(f"{f.file}::(test file failed to run)", Counter())["failed"] += 1
-    tests = {tid: dict(c) for tid, c in sorted(counts.items())}
-    passing = sorted(t for t, c in tests.items() if c.get("passed", 0) == runs)
-    # No test passing: every mutant would "survive", and nothing ran as it should.
-    if not passing:
-        first = next(iter(r.failed_tests), None)
-        raise InputError(
-            f"no test passes in the sandbox ({len(tests)} tests or files ran, all failing or flaky)"
-            + (f"; the first failure, {first.file}: {first.message[:1500]}" if first else ""),
-            where="baseline",
-        )
-    flaky = sorted(t for t, c in tests.items() if 0 < c.get("passed", 0) < runs)
-    failing = sorted(t for t, c in tests.items() if c.get("passed", 0) == 0)
-    first = next(iter(r.failed_tests), None)  # of the last run: what a failing test said
-    return {
-        "runs": runs,
-        "seconds": seconds,
-        "tests": tests,
-        "passing": passing,
-        "flaky": flaky,
-        "failing": failing,
-        "asserts": {t: asserts[t] for t in passing if t in asserts},
-        "first_failure": f"{first.file}: {first.name}: {first.message[:1500]}" if first else None,
-    }
-
-
-def failure_records(
-    r: jest.JestResult, answer: dict, killed: set[str], base_ws: str
-) -> list[compose.Failure]:
-    """The killed tests as Failures, in file order, each with its first message and assertion site."""
-    messages: dict[str, list[str]] = {}
-    for tr in (answer.get("report") or {}).get("testResults", []):
-        for t in tr["tests"]:
-            messages[f"{tr['file']}::{t['name']}"] = t.get("failureMessages") or []
-        if tr.get("execError"):
-            for tid in killed:
-                if tid.startswith(tr["file"] + "::"):
-                    messages.setdefault(tid, [tr.get("failureMessage") or tr["execError"]])
-    first = {f"{f.file}::{f.name}": f.message for f in r.failed_tests}
-    out = []
-    for tid in sorted(killed):
-        file, name = tid.split("::", 1)
-        msg = first.get(tid) or first.get(f"{file}::(test file failed to run)") or ""
-        line, col = compose.assertion_site(messages.get(tid, []), file, base_ws)
-        out.append(compose.Failure(file, name, msg, line, col))
-    return out
-
-
-def evaluate(
-    box: Box,
-    m: mutants.Mutant,
-    text: str,
-    base: dict[str, Any],
-    timeout: float,
-    *,
-    related: bool = True,
-) -> tuple[str, dict[str, Any]]:
-    """('kept', details) or (reason, details): the mutant run in the sandbox (file restored after).
-
-    With ``related``, only the test files that depend on the mutated file run (Jest's
-    findRelatedTests); a test in a file that did not run keeps its baseline status."""
-    passing, ever = set(base["passing"]), set(base["passing"]) | set(base["flaky"])
-    box.sb.write_file(m.file, m.apply(text).encode())
-    restored = False
-    try:
-        r, answer = box.jest(None, timeout, related=[m.file] if related else None)
-        if r.status is Status.TIMEOUT or r.reason in ("timeout", "memory_limit"):
-            return "timeout", {}
-        if r.tamper:
-            return "tampered", {"tamper": r.tamper[:1]}
-        if not answer.get("report"):  # Jest failed as a whole, or its host died: no test verdicts
-            return "no_report", {"reason": r.reason}
-        # Only the baseline's test files count: a related run's wider roots may reach others.
-        known = {file_of(t) for t in base["tests"]}
-        now = {t: st for t, st in _statuses(r).items() if file_of(t) in known}
-        if {t for t, st in now.items() if st == "passed"} - ever:
-            return "fixes_a_failing_test", {}
-        ran = {tr["file"] for tr in answer["report"]["testResults"]} & known
-        killed = {t for t in passing if file_of(t) in ran and now.get(t) != "passed"}
-        if not killed:
-            return "survived", {}
-        # A session is verified by whole test files, every test of which must pass: a file that
-        # holds a test failing in the baseline can never verify green (dayjs: 8 of 60 sessions
-        # whose caught test shared test/plugin/timezone.test.js with a failing DST test).
-        unsound = {file_of(t) for t in base["failing"]}
-        killed = {t for t in killed if file_of(t) not in unsound}
-        if not killed:
-            return "caught_beside_a_failing_test", {}
-        files = sorted({file_of(t) for t in killed})
-        for _ in range(base["runs"] - 1):
-            again, _ = box.jest(files, timeout)
-            killed = {t for t in killed if _statuses(again).get(t) != "passed"}
-        if not killed:
-            return "flaky_kill", {}
-        failures = failure_records(r, answer, killed, answer.get("workspace") or "/scratch/ws")
-        return "kept", {"failures": failures}
-    except SandboxDead:  # a mutant that hangs past the outer deadline takes the sandbox with it
-        box.restart()
-        restored = True
-        return "timeout", {}
-    finally:
-        if not restored:
-            box.sb.write_file(m.file, text.encode())
-
-
-def record(
-    box: Box,
-    sess: dict[str, Any],
-    m: mutants.Mutant,
-    text: str,
-    cut: held_out.Split | None = None,
-) -> list[dict]:
-    """The reference trace run with the real tools on the mutated file (what `etai suite record`
-    returns for it), on test files with the held-out cases cut when ``cut``: the trace records
-    only what the agent will see. Its file_edit restores the original, which the caller checks."""
-
-    box.sb.write_file(m.file, m.apply(text).encode())
-    for f, t in (cut.stripped if cut else {}).items():
-        box.sb.write_file(f, t.encode())
-    try:
-        return replay_steps(box.sb, sess["execution_trace"])
-    finally:
-        box.sb.write_file(m.file, text.encode())
-        for f, t in (cut.whole if cut else {}).items():
-            box.sb.write_file(f, t.encode())
 
 
 def build(
@@ -339,7 +139,7 @@ def _build(
         # A baseline written before it counted assertions is run again (the vacuous rule needs them).
         if base is None or base.get("runs") != opts.runs or "asserts" not in base:
             log(f"baseline: the whole suite {opts.runs} times")
-            base = baseline(box, opts.runs, opts.timeout_s, progress)
+            base = jest_runs.baseline(box, opts.runs, opts.timeout_s, progress)
             write_json_atomic(base_file, base)
         timeout = min(opts.timeout_s, max(20.0, 4 * max(base["seconds"])))
         found, unparsed = mutants.find(files)
@@ -354,7 +154,7 @@ def _build(
         bar = progress_bar(opts.max_sessions or len(order), "mutants", enabled=progress, unit="it")
         bar.update(min(n_kept, bar.total))
         rng = random.Random(opts.seed)
-        ws = _Workspace(out / "base", box.sb.test_files)
+        ws = split.Workspace(out / "base", box.sb.test_files)
         for m in order:
             if opts.max_sessions is not None and n_kept >= opts.max_sessions:
                 break
@@ -369,23 +169,25 @@ def _build(
             else:
                 text = files[m.file]
                 t_m = time.monotonic()
-                verdict, details = evaluate(box, m, text, base, timeout, related=opts.related)
+                verdict, details = jest_runs.evaluate(
+                    box, m, text, base, timeout, related=opts.related
+                )
                 row["verdict"] = verdict
                 if verdict == "kept":
-                    failures, cut = _held_out(
+                    failures, cut = split.hold_out(
                         box, ws, opts, m, details["failures"], row, base, timeout
                     )
                     sess = compose.session(name, m, text, failures, rng)
                     if cut is not None:
                         sess["workspace"]["patch"] += cut.patch
                         sess["held_out_tests"] = f"held_out/{sess['session_id']}"
-                    steps = record(box, sess, m, text, cut)
+                    steps = jest_runs.record(box, sess, m, text, cut)
                     if steps[-1]["execution_result"].get("status") != "ok":
                         row["verdict"] = "reference_fails"
                     else:
                         sess["execution_trace"] = steps
                         if cut is not None:
-                            _write_held_out(out / sess["held_out_tests"], cut)
+                            split.write_held_out(out / sess["held_out_tests"], cut)
                         row["session"] = sess
                         n_kept += 1
                         kept_per[m.file] += 1
@@ -406,113 +208,6 @@ def _build(
     summary = _summary(name, done, base, unparsed, len(order), time.monotonic() - t0)
     write_json_atomic(out / "summary.json", summary)
     return summary
-
-
-class _Workspace:
-    """What the eligibility rule reads of the base (the same for every session): its test files,
-    their cases (parsed once, on first use) and the words of its other files."""
-
-    def __init__(self, base: Path, test_files: list[str]):
-        self.base, self.test_files = base, test_files
-        self._found: tuple | None = None
-
-    def read(self) -> tuple[dict[str, str], dict[str, list[dict]], set[str]]:
-        if self._found is None:
-            tests = {
-                f: (self.base / f).read_text(encoding="utf-8", errors="replace")
-                for f in self.test_files
-            }
-            known = held_out.known_words(self.base, tests)
-            self._found = (tests, held_out.all_cases(tests), known)
-        return self._found
-
-
-def _held_out(
-    box: Box,
-    ws: _Workspace,
-    opts: BuildOptions,
-    m: mutants.Mutant,
-    failures: list,
-    row: dict[str, Any],
-    base: dict[str, Any],
-    timeout: float,
-) -> tuple[list, held_out.Split | None]:
-    """The session's failures (the first one's line as in its cut file) and its split, if any;
-    the row records which held-out cases, or why none (held_out.py has the rule)."""
-    if opts.held_out != "split":
-        return failures, None
-    tests, found, known = ws.read()
-    texts = {
-        f: tests[f] if f in tests else (ws.base / f).read_text(encoding="utf-8")
-        for f in sorted({x.test_file for x in failures})
-    }
-    sc = held_out.screen(failures, tests, known, base.get("asserts"), found)
-    cov, measured = _coverage(box, ws, m, sorted(texts), sc, timeout)
-    if cov is not None:
-        sc = held_out.screen(failures, tests, known, base.get("asserts"), found, cov)
-    unknown = measured["candidates"] if measured["coverage"] == "not_measured" else 0
-    # Seeded per mutant: the choice does not depend on which mutants were kept before it.
-    got = held_out.split(failures, texts, random.Random(f"{opts.seed}:{m.id}"), sc.why, sc.groups)
-    if isinstance(got, str):
-        row["held_out"] = {
-            "why_none": got,
-            "cases": eligibility.counts(len(sc.considered), sc.why, 0, unknown),
-            **measured,
-        }
-        return failures, None
-    broken = _cut_breaks(box, got, base, timeout)
-    n = 0 if broken else len(got.held)
-    cases = eligibility.counts(len(sc.considered), sc.why, n, unknown)
-    if broken:
-        row["held_out"] = {"why_none": "cut_breaks_a_visible_case", "broken": broken[:3]}
-        row["held_out"].update(cases=cases, **measured)
-        return failures, None
-    row["held_out"] = {"tests": got.held, "cases": cases, **measured}
-    return [got.first, *failures[1:]], got
-
-
-def _coverage(
-    box: Box, ws: _Workspace, m: mutants.Mutant, files: list[str], sc: held_out.Screen, timeout
-) -> tuple[eligibility.Coverage | None, dict[str, Any]]:
-    """The Coverage of ``m``'s candidates that the other rules leave, when there is one to apply,
-    and what the row says of its measurement. A mutant on one line needs none (eligibility.py's
-    module doc: every killing case executes that line); one over several lines is measured on
-    the base, the fixed code, as a mined fix is."""
-    left = [t for t in sc.considered if t not in sc.why]
-    text = (ws.base / m.file).read_text(encoding="utf-8")
-    lines = coverage.span_lines(text, m.start, m.end)
-    if not left or len(lines) == 1:
-        return None, {"coverage": "one_line" if left else "no_candidate", "candidates": len(left)}
-    return coverage.measured(box, {m.file: lines}, files, left, timeout)
-
-
-def _cut_breaks(box: Box, cut: held_out.Split, base: dict[str, Any], timeout: float) -> list[str]:
-    """The visible cases that fail on the fixed code once ``cut`` is applied (none for a sound cut).
-
-    A cut case may set up what later cases use (fastest-validator's `it("should compile without
-    error", () => { check = v.compile(...) })`, then cases that call `check`): without it those
-    cases fail whatever the fix, and the session could never verify green. The source file is the
-    base's here (``evaluate`` restored it)."""
-    for f, t in cut.stripped.items():
-        box.sb.write_file(f, t.encode())
-    try:
-        r, _ = box.jest(sorted(cut.stripped), timeout)
-    finally:
-        for f, t in cut.whole.items():
-            box.sb.write_file(f, t.encode())
-    held = set(cut.held)
-    now = _statuses(r)
-    visible = [t for t in base["passing"] if file_of(t) in cut.stripped and t not in held]
-    broken = [t for t in visible if now.get(t) != "passed"]
-    if r.evidence != "nonce" or r.tamper or not now:
-        return broken or [f"{f}::(test file failed to run)" for f in sorted(cut.stripped)]
-    return broken
-
-
-def _write_held_out(folder: Path, cut: held_out.Split) -> None:
-    for f, t in cut.whole.items():
-        (folder / f).parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(folder / f, t)
 
 
 def _suite_yaml(name: str, opts: BuildOptions) -> str:

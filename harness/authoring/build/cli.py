@@ -92,7 +92,8 @@ def parse_env(pairs: list[str]) -> tuple[tuple[str, str], ...]:
 
 def _build(args: argparse.Namespace) -> int:
     # the command's code, imported when it runs: `etai --help` stays fast
-    from harness.authoring.build.build import BuildOptions, build
+    from harness.authoring.build.build import build
+    from harness.authoring.build.options import BuildOptions
     from harness.sandbox import require_kind
 
     require_kind(args.sandbox)

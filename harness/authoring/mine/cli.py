@@ -87,7 +87,8 @@ def add_parser(suite_sub) -> None:
 
 def _mine(args: argparse.Namespace) -> int:
     # the command's code, imported when it runs: `etai --help` stays fast
-    from harness.authoring.mine.mine import MineOptions, mine
+    from harness.authoring.mine.mine import mine
+    from harness.authoring.mine.options import MineOptions
     from harness.sandbox import require_kind
 
     require_kind(args.sandbox)

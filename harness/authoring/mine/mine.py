@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import random
 import shutil
 import statistics
 import time
@@ -25,17 +24,18 @@ from typing import Any
 
 import yaml
 
-from harness.authoring import MEMORY_MB, coverage, eligibility
-from harness.authoring.build import held_out
-from harness.authoring.build.build import Box, append_row, failure_records, file_of, read_rows
-from harness.authoring.build.compose import Failure
+from harness.authoring import MEMORY_MB, eligibility
+from harness.authoring.box import Box
+from harness.authoring.build.build import append_row, read_rows
 from harness.authoring.jest_config import JestAdditions, add_to_jest_config, additions
-from harness.authoring.mine import fix, history, reasons
-from harness.authoring.record import replay_steps
+from harness.authoring.mine import fix, history, jest_runs, session
+from harness.authoring.mine.jest_runs import Candidate
+from harness.authoring.mine.jest_runs import (
+    fail_to_pass as fail_to_pass,  # the verdict rule, named here too
+)
+from harness.authoring.mine.options import MineOptions
 from harness.base.errors import ConfigIsCode, InputError, SandboxDead
 from harness.base.progress import bar as progress_bar
-from harness.grading import jest
-from harness.grading.verify import take_baseline, verify
 from harness.runs.results import RunFolder, write_json_atomic, write_text_atomic
 from harness.sandbox import Limits, provider
 from harness.sandbox.deps import (
@@ -46,36 +46,6 @@ from harness.sandbox.deps import (
     resolve_lockfile,
 )
 from harness.session.workspace import MAX_WORKSPACE_BYTES, workspace_paths
-
-
-@dataclasses.dataclass(frozen=True)
-class MineOptions:
-    rev_range: str = "HEAD"  # ``A..B`` or a revision (its whole history)
-    max_sessions: int | None = None
-    runs: int = 3
-    seed: int = 0
-    src: tuple[str, ...] = ("src", "lib", "index.js", "index.ts")
-    env: tuple[tuple[str, str], ...] = ()
-    deps: str | None = None  # a folder holding package.json and a lockfile
-    max_files: int = 3  # source files a fix may change
-    max_hunks: int = 6
-    max_lines: int = 60  # source lines added + removed
-    max_steps: int = 10  # the reference: a test run, a read per file, an edit per hunk
-    since: str | None = None  # ISO dates, on the author date
-    until: str | None = None
-    skip: tuple[str, ...] = ()  # commit ids (or prefixes) never tried
-    timeout_s: float = 180.0
-    # A run of the commit's test files at the parent past this limit counts as a failure of each of
-    # its tests, where the commit runs them in a quarter of it: the hang is the bug that a fix of a
-    # catastrophic regular expression mends (_parent_runs). None: timeout_s, so that a run slow
-    # but not hung is never cut shorter than the sandbox's deadline would cut it.
-    test_timeout_s: float | None = None
-    sandbox: str = "docker"
-    held_out: str = "split"
-    resolve_lockfile: bool = False
-    name: str | None = None  # the project's name in session ids (default: the folder's or bundle's)
-    module_map: tuple[tuple[str, str], ...] = ()  # moduleNameMapper entries (jest_config.py)
-    entry: str | None = None  # package.json's main in the workspace (jest_config.py)
 
 
 def mine(
@@ -292,276 +262,15 @@ def examine(
         shutil.rmtree(work, ignore_errors=True)
 
 
-@dataclasses.dataclass(frozen=True)
-class Candidate:
-    """A commit under check: the parent's files with the commit's tests in ``work``, the source
-    files at the parent (``before``) and at the commit (``after``), and the fix as edits."""
-
-    name: str  # the project's, in session ids
-    commit: history.Commit
-    opts: MineOptions
-    work: Path
-    out: Path  # the suite folder
-    tests: list[str]  # the commit's test scripts; Jest's listing says which are test files
-    before: dict[str, str]
-    after: dict[str, str]
-    edits: list[fix.Edit]
-
-
 def _check(cand: Candidate, limits: Limits) -> dict[str, Any]:
     box = Box(cand.opts.sandbox, cand.work, limits)
     try:
-        return _runs(cand, box)
+        got = jest_runs.runs(cand, box)  # a verdict, or what a kept commit's session is made of
+        return got if isinstance(got, dict) else session.session(cand, box, *got)
     except SandboxDead:
         return {"verdict": "timeout"}
     finally:
         box.close()
-
-
-def _jest(box: Box, tests: list[str], timeout: float):
-    r, answer = box.jest(tests, timeout)
-    if r.tamper:  # what the guard refused, for the row
-        return None, answer, reasons.refused(r.tamper)
-    if r.evidence != "nonce" or r.reason in ("timeout", "memory_limit"):
-        return None, answer, r.reason or "no_result"
-    return r, answer, None
-
-
-def _runs(cand: Candidate, box: Box) -> dict[str, Any]:
-    opts, before, after = cand.opts, cand.before, cand.after
-    listed = set(box.sb.test_files)  # the workspace's test files, as its Jest config finds them
-    tests = [t for t in cand.tests if t in listed]
-    if not tests:
-        return {"verdict": "no_test_file", "scripts": cand.tests[:5]}
-    # A fix of the tests' own helper (runner/test-support.js) edits what every episode protects.
-    helpers = sorted(set(cand.after) & set(box.sb.support_files))
-    if helpers:
-        return {"verdict": "fix_in_test_helper", "files": helpers}
-    timeout = opts.timeout_s
-    parent = _parent_runs(box, tests, opts)
-    if isinstance(parent, dict):
-        return parent
-    parent_runs, first, hung = parent
-    commit_runs: list[dict] = []
-    asserts: dict[str, int] = {}  # each test's fewest passing assertions at the commit
-    slowest = 0.0
-    _write(box, after)
-    for _ in range(opts.runs):
-        r, answer, bad = _jest(box, tests, timeout)
-        if bad or not answer.get("report"):
-            why = bad or r.reason
-            return {"verdict": "does_not_run_at_commit", "why": why, "tail": _tail(answer)}
-        if not any(t.status == "passed" for t in r.tests):  # e.g. an API the suite's Jest lacks
-            return {"verdict": "nothing_passes_at_commit", "why": reasons.run_error(r, answer)}
-        commit_runs.append({t.id: t.status for t in r.tests})
-        slowest = max(slowest, r.duration_s)
-        for t in r.tests:
-            if t.status == "passed":
-                asserts[t.id] = min(asserts.get(t.id, t.asserts), t.asserts)
-    _write(box, before)
-    limit = opts.test_timeout_s or opts.timeout_s
-    if hung and slowest > limit / 4:
-        why = (
-            f"the parent's run passed the {limit:g} s limit and the commit's took "
-            f"{slowest:.1f} s: a slow run, not a hang that the fix mends"
-        )
-        return {"verdict": "does_not_run", "why": why}
-    verdict = fail_to_pass(parent_runs, commit_runs)
-    if "verdict" in verdict:
-        return verdict
-    f2p = set(verdict["fail_to_pass"])
-    if first is None:  # every run at the parent hung: each test's failure is that it did not end
-        failures = _hung(cand.work, f2p, limit)
-    else:
-        r, answer = first
-        failures = failure_records(r, answer, f2p, answer.get("workspace") or "/scratch/ws")
-    return _session(cand, box, failures, {**verdict, "asserts": asserts})
-
-
-def _parent_runs(box: Box, tests: list[str], opts: MineOptions):
-    """The commit's tests at the parent, R times: (each run's statuses, the first run that
-    reported, how many runs passed ``test_timeout_s``), or a verdict. A run past the limit has no
-    test passing (each counts as failed); a test that passes in another run is then flaky."""
-    runs: list[dict] = []
-    first, hung = None, 0
-    for _ in range(opts.runs):
-        try:
-            r, answer, bad = _jest(box, tests, opts.test_timeout_s or opts.timeout_s)
-        except SandboxDead:  # the run took the sandbox with it (still at the parent's files)
-            box.restart()
-            r, answer, bad = None, {}, "timeout"
-        if bad == "timeout":
-            hung += 1
-            runs.append({})
-            continue
-        if bad:
-            return {"verdict": "does_not_run", "why": bad, "tail": _tail(answer)}
-        runs.append({t.id: t.status for t in r.tests})
-        if first is None:
-            first = (r, answer)
-            if r.num_failed == 0 and not r.failed_tests:
-                return {"verdict": "no_failing_test"}
-    return runs, first, hung
-
-
-def _hung(work: Path, tids: set[str], limit: float) -> list:
-    """Failures of tests whose run at the parent did not end within ``limit`` seconds, each placed
-    at the first line of its file that names it (1:1 where none does)."""
-    out = []
-    for tid in sorted(tids):
-        file, name = tid.split("::", 1)
-        lines = (work / file).read_text(encoding="utf-8", errors="replace").splitlines()
-        title = name.split(" ")[-1] if name else name
-        line = next((i for i, x in enumerate(lines, 1) if name in x), None) or next(
-            (i for i, x in enumerate(lines, 1) if title and title in x), 1
-        )
-        out.append(Failure(file, name, f"did not finish within {limit:g} s", line, 1))
-    return out
-
-
-def _tail(answer: dict) -> str:
-    return jest.plain(str(answer.get("output_tail") or answer.get("error") or ""))[-400:]
-
-
-def fail_to_pass(parent_runs: list[dict], commit_runs: list[dict]) -> dict[str, Any]:
-    """FAIL_TO_PASS (failing or absent at the parent in every run, passing at the commit in every
-    run), PASS_TO_PASS, the flaky tests left out, and the files a verification runs; or a verdict
-    ({"verdict": reason}) when nothing sound is left."""
-    ids = set().union(*parent_runs, *commit_runs)
-    passes = {t: sum(run.get(t) == "passed" for run in commit_runs) for t in ids}
-    failed_at_commit = {t for t in ids if any(run.get(t) == "failed" for run in commit_runs)}
-    before = {t: sum(run.get(t) == "passed" for run in parent_runs) for t in ids}
-    n, m = len(commit_runs), len(parent_runs)
-    f2p = sorted(t for t in ids if passes[t] == n and before[t] == 0)
-    p2p = sorted(t for t in ids if passes[t] == n and before[t] == m)
-    flaky = sorted(t for t in ids if 0 < passes[t] < n or 0 < before[t] < m)
-    if not f2p:
-        return {"verdict": "flaky" if flaky else "no_failing_test", "flaky": flaky}
-    files = sorted({file_of(t) for t in f2p})
-    # A verification runs whole files, every test of which must pass at the commit.
-    unsound = sorted(t for t in failed_at_commit if file_of(t) in files)
-    if unsound:
-        flaky_there = [t for t in unsound if passes[t] > 0]
-        return {"verdict": "flaky" if flaky_there else "fails_at_commit", "tests": unsound[:5]}
-    return {"fail_to_pass": f2p, "pass_to_pass": p2p, "flaky": flaky, "verify_files": files}
-
-
-def _session(cand: Candidate, box: Box, failures: list, verdict: dict[str, Any]) -> dict:
-    name, c, opts, work, out = cand.name, cand.commit, cand.opts, cand.work, cand.out
-    before, edits = cand.before, cand.edits
-    sid = f"{name}-{c.sha[:10]}"
-    rng = random.Random(f"{opts.seed}:{c.sha}")
-    cut, held = None, {}
-    if opts.held_out == "split":
-        texts = {f: (work / f).read_text(encoding="utf-8") for f in verdict["verify_files"]}
-        sc, measured = _screen(cand, box, failures, verdict)
-        got = held_out.split(failures, texts, rng, sc.why, sc.groups)
-        n = 0 if isinstance(got, str) else len(got.held)
-        unknown = 0 if measured["coverage"] == "measured" else measured["candidates"]
-        held = {"cases": eligibility.counts(len(sc.considered), sc.why, n, unknown), **measured}
-        if isinstance(got, str):
-            held["why_none"] = got
-        else:
-            cut = got
-            held["tests"] = got.held
-            failures = [got.first, *failures[1:]]
-    f = failures[0]
-    sources = list(before)
-    summary = fix.summary_line(c.subject, c.body)
-    # What the developer has: every file of the workspace, its name and its text.
-    seen = "\n".join(
-        f"{rel}\n{p.read_text(encoding='utf-8', errors='replace')}"
-        for rel, p in workspace_paths(work)
-    )
-    introduced = fix.new_identifiers("\n".join(e.new for e in edits), seen)
-    text = fix.instruction(summary, f, sources, introduced, rng)
-    if fix.leaks(text, introduced):
-        return {"verdict": "instruction_leaks", "words": fix.leaks(text, introduced)}
-    trace = [{"step": 1, "tool_called": "jest_run", "tool_args": {"test_file": f.test_file}}]
-    trace += [{"tool_called": "file_read", "tool_args": {"file": s}} for s in sources]
-    trace += [
-        {"tool_called": "file_edit", "tool_args": {"file": e.file, "old": e.old, "new": e.new}}
-        for e in edits
-    ]
-    trace = [{**st, "step": i, "execution_result": {}} for i, st in enumerate(trace, 1)]
-    for tf, t in (cut.stripped if cut else {}).items():
-        box.sb.write_file(tf, t.encode())
-    # The grader's own verdict on the reference, as every run's preflight gives it: the whole suite
-    # at the start and after the fix, where the check above ran the commit's test files alone (a
-    # test elsewhere that the fix breaks; visible tests that lean on the held-out ones).
-    base = take_baseline(box.sb, list(box.sb.test_files), timeout=opts.timeout_s)
-    steps = replay_steps(box.sb, trace, where=sid)
-    if any(s["execution_result"].get("status") != "ok" for s in steps[1:]):
-        return {"verdict": "reference_fails"}
-    graded = verify(box.sb, base, verdict["verify_files"], timeout=opts.timeout_s)
-    if not graded.green:
-        return {"verdict": "not_green_when_graded", **reasons.graded_failures(graded)}
-    sess: dict[str, Any] = {
-        "session_id": sid,
-        "intent": fix.intent(summary, f.message),
-        "user_instruction": text,
-        "ide_context": {
-            "open_files": [f.test_file, *sources],
-            "cursor_position": {"file": f.test_file, "line": f.line, "column": f.column},
-            "git_status": "clean",
-            "viewport": {"scroll_top_line": max(0, f.line - 12)},
-        },
-        "execution_trace": steps,
-        "final_output": f"Changed {' and '.join(sources)} as commit {c.sha[:10]} did; "
-        f"{', '.join(verdict['verify_files'])} pass.",
-        "verify": {"test_files": verdict["verify_files"]},
-        "cursor_target": fix.cursor_target(edits[0], before[edits[0].file]),
-        "provenance": {
-            "repo": name,
-            "commit": c.sha,
-            "parent": c.parent,
-            "date": c.date,
-            "author_sha256": c.author,
-            "subject": c.subject,
-        },  # fmt: skip
-        "fail_to_pass": verdict["fail_to_pass"],
-        "pass_to_pass": len(verdict["pass_to_pass"]),
-    }
-    ws = out / "workspaces" / sid
-    shutil.rmtree(ws, ignore_errors=True)
-    shutil.copytree(work, ws)
-    for tf, t in (cut.stripped if cut else {}).items():
-        (ws / tf).write_text(t, encoding="utf-8")
-    if cut is not None:
-        sess["held_out_tests"] = f"held_out/{sid}"
-        for tf, t in cut.whole.items():
-            (out / sess["held_out_tests"] / tf).parent.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(out / sess["held_out_tests"] / tf, t)
-    return {"verdict": "kept", "session": sess, "flaky": verdict["flaky"], "held_out": held}
-
-
-def _screen(cand: Candidate, box: Box, failures: list, verdict: dict[str, Any]):
-    """held_out.screen on the session's workspace (every test file Jest lists there, and the words
-    of its other files: the parent's source with the commit's test files), with the coverage of
-    the changed lines measured for the candidates the other rules leave (harness/authoring/
-    coverage.py, the fix in place for it); and what the row says of that measurement."""
-    work = cand.work
-    tests = {f: (work / f).read_text(encoding="utf-8", errors="replace") for f in box.sb.test_files}
-    known, found = held_out.known_words(work, tests), held_out.all_cases(tests)
-    sc = held_out.screen(failures, tests, known, verdict["asserts"], found)
-    left = [t for t in sc.considered if t not in sc.why]
-    if not left:
-        return sc, {"coverage": "no_candidate", "candidates": 0}
-    changed = coverage.changed_lines(cand.before, cand.after)
-    _write(box, cand.after)
-    cov, measured = coverage.measured(
-        box, changed, verdict["verify_files"], left, cand.opts.timeout_s
-    )
-    # back to the parent's source (a sandbox started again after dying already holds it)
-    _write(box, cand.before)
-    if cov is not None:
-        sc = held_out.screen(failures, tests, known, verdict["asserts"], found, cov)
-    return sc, measured
-
-
-def _write(box: Box, files: dict[str, str]) -> None:
-    for f, text in files.items():
-        box.sb.write_file(f, text.encode())
 
 
 def _suite_yaml(name: str, opts: MineOptions, longest: int) -> str:
