@@ -68,7 +68,7 @@ test-fast: setup
 bench: setup
 	$(BIN)/python bench/jest_step.py
 
-# Every red-team technique on every session (make test runs the core ones, each on a rotating four
+# Every red-team technique on every session (make test runs the core ones, each on a rotating three
 # of the sessions: tests/harness/test_tamper.py SLICE); about 21 minutes.
 redteam: setup
 	ETAI_REDTEAM=all $(BIN)/python -m pytest -q -s tests/harness/test_tamper.py
