@@ -32,18 +32,38 @@ from harness.sandbox import Sandbox
 _CODE = (".js", ".cjs", ".mjs", ".jsx", ".ts", ".cts", ".mts", ".tsx")
 MAX_CANDIDATES = 12  # candidates measured one by one in a session; more: not measured
 
-# The image copies the runner (and its Jest) here; the local sandbox runs it from the cache.
-_IMAGE_JEST = "/opt/etai/node_modules/jest/bin/jest.js"
+# The image copies the runner (and its Jest) here; the local sandbox runs it from the cache. The
+# package, loaded by the script below as the runner's jest-host.js loads it: its bin (jest/bin/
+# jest.js) hands the run to a Jest the workspace installs itself when there is one (import-local),
+# and a project on Jest 24 (redux 4) has no v8 coverage and reported none of its files.
+_IMAGE_JEST = "/opt/etai/node_modules/jest"
 
 # Runs in the sandbox: Jest with its report to a file, then one JSON object on stdout holding the
 # test statuses and the coverage map (Jest's own --json output goes to stdout interleaved with
-# what tests print, which --silent does not stop for a project's own console writes).
-_SCRIPT = """d="$TMPDIR/etai-coverage"; rm -rf "$d"; mkdir -p "$d"
-node "$@" --coverageDirectory="$d/cov" --outputFile="$d/report.json" >"$d/out" 2>&1
+# what tests print, which --silent does not stop for a project's own console writes). Jest is
+# started through its API with the options in a file, so that the process's argv is
+# `node <script>` as in a graded run's host: a test may parse process.argv (commander's
+# `program.parse()` without arguments does), and with Jest's options on the command line it read
+# `--ci` as an unknown option and called process.exit, ending the run without a report.
+_RUN_JS = """'use strict';
+const fs = require('fs');
+const path = require('path');
+const o = JSON.parse(fs.readFileSync(path.join(__dirname, 'argv.json'), 'utf8'));
+const argv = { ...o.argv, _: o.argv._.map((f) => path.resolve(f)),
+  outputFile: path.join(__dirname, 'report.json'), coverageDirectory: path.join(__dirname, 'cov') };
+require(o.jest).runCLI(argv, [process.cwd()]).then(
+  () => process.exit(0),
+  (e) => { console.error((e && e.stack) || e); process.exit(4); });
+"""
+_SCRIPT = f"""d="$TMPDIR/etai-coverage"; rm -rf "$d"; mkdir -p "$d"
+printf '%s' "$1" >"$d/argv.json"
+cat >"$d/run.js" <<'ETAI_RUN_JS'
+{_RUN_JS}ETAI_RUN_JS
+node "$d/run.js" >"$d/out" 2>&1
 rc=$?
 if [ -f "$d/report.json" ] && [ -f "$d/cov/coverage-final.json" ]; then
-  printf '{"report":'; cat "$d/report.json"; printf ',"coverage":'
-  cat "$d/cov/coverage-final.json"; printf '}'
+  printf '{{"report":'; cat "$d/report.json"; printf ',"coverage":'
+  cat "$d/cov/coverage-final.json"; printf '}}'
 else
   echo "jest exited $rc without a coverage report"; tail -c 1500 "$d/out"; exit 3
 fi"""
@@ -107,17 +127,19 @@ def run(
     """The changed lines (``file:line``) that the cases of ``files`` matching ``name_pattern``
     execute together, and the test ids that ran (passed or failed). Raises NotMeasured."""
     jest = _IMAGE_JEST if sb.kind == "docker" else _local_jest()
-    argv = [jest, "--ci", "--watchman=false", "--runInBand", "--silent", "--json"]
-    argv += ["--coverage", "--coverageProvider=v8", "--coverageReporters=json"]
-    argv += ["--coverageThreshold={}", f"--testNamePattern={name_pattern}"]
+    argv = {"ci": True, "watchman": False, "runInBand": True, "silent": True, "json": True}
+    argv |= {"coverage": True, "coverageProvider": "v8", "coverageReporters": ["json"]}
+    # (Jest reads coverageThreshold from its options as JSON text.)
+    argv |= {"coverageThreshold": "{}", "testNamePattern": name_pattern}
     # Every file the run loads (filtered here): a project's own collectCoverageFrom, relative to
     # its rootDir (fastest-validator's is lib/), could leave the changed files out.
-    argv += ["--collectCoverageFrom=[]"]
-    argv += ["--runTestsByPath", *files]
-    r = sb.exec(["sh", "-c", _SCRIPT, "sh", *argv], timeout=timeout, output_cap=32 << 20)
+    argv |= {"collectCoverageFrom": [], "runTestsByPath": True, "_": files, "$0": "jest"}
+    options = json.dumps({"jest": jest, "argv": argv})
+    r = sb.exec(["sh", "-c", _SCRIPT, "sh", options], timeout=timeout, output_cap=32 << 20)
     if r.status.value == "timeout" or r.exit_code != 0 or r.truncated:
+        out = r.stdout + r.stderr
         raise NotMeasured(
-            f"coverage run {r.status.value} (exit {r.exit_code}): {(r.stdout + r.stderr)[-300:]}",
+            f"coverage run {r.status.value} (exit {r.exit_code}): {_ends(out)}",
             dead=r.exit_code == -1,  # the sandbox's own answer never came (ExecResult's -1)
         )
     try:
@@ -133,6 +155,14 @@ def run(
     if not any(_rel(p, list(changed)) in changed for p in got["coverage"]):
         raise NotMeasured("none of the changed files is in Jest's coverage of the run")
     return frozenset(_executed(got["coverage"], changed)), ran
+
+
+def _ends(text: str) -> str:
+    """A failed run's output for its row (``measured`` keeps 300 characters): the first line
+    after ours says what went wrong (commander's "error: unknown option"), the end where."""
+    if len(text) <= 280:
+        return text
+    return f"{text[:130]} ... {text[-140:]}"
 
 
 def _rel(path: str, files: list[str]) -> str:
@@ -224,4 +254,4 @@ def measured(
 def _local_jest() -> str:
     from harness.sandbox.image import runner_dir
 
-    return str(runner_dir() / "node_modules" / "jest" / "bin" / "jest.js")
+    return str(runner_dir() / "node_modules" / "jest")
