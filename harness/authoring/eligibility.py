@@ -32,8 +32,9 @@ when all of these hold, checked in this order, and otherwise stays visible with 
   within the visible ones. Two candidates that alone execute the same line are both ineligible,
   though keeping one visible would let the other be held out: the rule does not choose between
   them. The granularity is the line (a line counts when a statement starting on it ran). Coverage
-  not known (None) leaves the rule unapplied, as ``asserts=None`` does for ``vacuous``; the
-  callers count such sessions and their candidates (``coverage_unknown``).
+  not known (None) leaves the rule unapplied here, as ``asserts=None`` does for ``vacuous``; the
+  callers then hold none of the session's candidates out (``why_none`` ``NOT_MEASURED``: an
+  unmeasured case could be one the rule makes ineligible) and count them (``coverage_unknown``).
 
 Build's mutants need no measurement where the mutated span has code on one line: a mutant is one
 contiguous span (mutants.py's ``Mutant``), a test whose run never reaches it behaves the same with
@@ -52,6 +53,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 REASONS = ("twin", "vacuous", "new_api", "uncovered")
+# A session's ``why_none`` when its candidates' coverage was not measured: it holds none out.
+NOT_MEASURED = "coverage_not_measured"
 
 # Any identifier-like word, short ones included (`v.is` is as much an API name as `v.compile`).
 _WORD = re.compile(r"[A-Za-z_$][\w$]*")
@@ -201,7 +204,7 @@ def counts(
 ) -> dict[str, int]:
     """A session's row: the cases the split could hold out, each reason's count, those held out;
     and ``coverage_unknown``, those of them ``uncovered`` could not judge (coverage not measured,
-    the row's ``coverage`` says why): never counted as eligible without saying so."""
+    the row's ``coverage`` says why; the session then holds none out)."""
     per = Counter(why.values())
     return {
         "considered": considered,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.authoring import coverage
 from harness.authoring.build import mutants
 from harness.authoring.coverage import span_lines
 from harness.cli import main
@@ -51,14 +52,19 @@ def test_only_mutants_over_several_lines_need_measuring():
     assert spans[("drop_return", 4)] == {4} and spans[("negate_equality", 3)] == {3}
 
 
-@pytest.mark.docker
-def test_a_killing_case_of_a_line_no_visible_case_runs_is_not_held_out(tmp_path, make_project):
+def _build(tmp_path: Path, make_project) -> tuple[list[dict], Path]:
+    """pick.js's mutants built: their rows, and the suite's folder."""
     project = make_project(tmp_path / "proj", {"src/pick.js": PICK, "tests/pick.test.js": TESTS})
     _lockfile(project)
     out = tmp_path / "suite"
     argv = ["suite", "build", str(project), "--out", str(out), "--no-progress", "--runs", "1"]
     assert main([*argv, "--per-function", "9"]) == 0
-    rows = [json.loads(x) for x in (out / "mutants.jsonl").read_text().splitlines()]
+    return [json.loads(x) for x in (out / "mutants.jsonl").read_text().splitlines()], out
+
+
+@pytest.mark.docker
+def test_a_killing_case_of_a_line_no_visible_case_runs_is_not_held_out(tmp_path, make_project):
+    rows, out = _build(tmp_path, make_project)
     (outer,) = [r for r in rows if r["operator"] == "drop_return" and r["line"] == 2]
     assert outer["verdict"] == "kept", outer
     held = outer["held_out"]
@@ -71,3 +77,29 @@ def test_a_killing_case_of_a_line_no_visible_case_runs_is_not_held_out(tmp_path,
     summary = json.loads((out / "summary.json").read_text())
     assert summary["held_out"]["cases"]["uncovered"] >= 1, summary
     assert summary["held_out"]["coverage_not_measured"] == 0, summary
+
+
+@pytest.mark.docker
+def test_a_mutant_whose_coverage_is_not_measured_holds_nothing_out(
+    tmp_path, make_project, monkeypatch
+):
+    """drop_return of lines 2-7 needs 'picks up' measured alone (it runs line 4, which the
+    instruction's case does not): with no run of its own allowed, it is not measured, could be a
+    case of a line no visible case runs, and stays visible. The one-line mutant is not measured
+    and still holds 'picks up' out."""
+    monkeypatch.setattr(coverage, "MAX_CANDIDATES", 0)
+    rows, out = _build(tmp_path, make_project)
+    (outer,) = [r for r in rows if r["operator"] == "drop_return" and r["line"] == 2]
+    assert outer["verdict"] == "kept", outer
+    held = outer["held_out"]
+    assert held["coverage"] == "not_measured" and "0 one by one" in held["why"], held
+    assert held["why_none"] == "coverage_not_measured" and "tests" not in held, held
+    assert held["cases"]["coverage_unknown"] == held["cases"]["considered"] == 1, held
+    assert held["cases"]["held_out"] == 0, held
+    assert "held_out_tests" not in outer["session"], outer
+    (cond,) = [r for r in rows if r["operator"] == "negate_equality"]
+    assert cond["held_out"]["coverage"] == "one_line", cond
+    assert cond["held_out"]["tests"] == ["tests/pick.test.js::picks up"], cond
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["held_out"]["coverage_not_measured"] == 1, summary
+    assert summary["held_out"]["without"].get("coverage_not_measured") == 1, summary

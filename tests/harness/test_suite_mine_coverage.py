@@ -61,10 +61,8 @@ def test_the_changed_lines_are_those_the_fix_adds_or_changes():
 
 # A config whose rootDir is the source folder, as fastest-validator's: Jest's own
 # collectCoverageFrom globs are relative to it, and the measurement must still see lib/calc.js.
-@pytest.mark.parametrize("jest", [None, {"rootDir": "./lib", "roots": ["../test"]}])
-def test_a_case_of_another_feature_of_the_commit_is_not_held_out(
-    tmp_path, image, monkeypatch, jest
-):
+def _mine(tmp_path: Path, monkeypatch, jest: dict | None) -> tuple[dict, Path]:
+    """The commit mined: its row, and the suite's folder."""
     repo, commit = _git_project(tmp_path, monkeypatch, jest)
     calc, test = repo / "lib" / "calc.js", repo / "test" / "calc.test.js"
     loads = "const { half, label } = require('../lib/calc');\n\ntest('loads', () => {});\n"
@@ -74,6 +72,14 @@ def test_a_case_of_another_feature_of_the_commit_is_not_held_out(
     argv = ["suite", "mine", str(repo), "--out", str(out), "--range", "HEAD~1..HEAD"]
     assert main([*argv, "--src", "lib", "--runs", "1", "--no-progress"]) == 0
     (row,) = _rows(out)
+    return row, out
+
+
+@pytest.mark.parametrize("jest", [None, {"rootDir": "./lib", "roots": ["../test"]}])
+def test_a_case_of_another_feature_of_the_commit_is_not_held_out(
+    tmp_path, image, monkeypatch, jest
+):
+    row, out = _mine(tmp_path, monkeypatch, jest)
     assert row["verdict"] == "kept", row
     assert sorted(row["session"]["fail_to_pass"]) == [
         "test/calc.test.js::halves four",
@@ -91,3 +97,25 @@ def test_a_case_of_another_feature_of_the_commit_is_not_held_out(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["held_out_cases"] == held["cases"], summary
     assert summary["held_out_coverage_not_measured"] == 0, summary
+
+
+def test_a_session_whose_coverage_is_not_measured_holds_nothing_out(tmp_path, image, monkeypatch):
+    """'labels with a unit' runs a line the visible cases do not, so each candidate would need a
+    run of its own: with none allowed, the session is not measured, and either candidate could be
+    one that runs a changed line no visible case runs. Both stay visible."""
+    monkeypatch.setattr(coverage, "MAX_CANDIDATES", 0)
+    row, out = _mine(tmp_path, monkeypatch, None)
+    assert row["verdict"] == "kept", row
+    held = row["held_out"]
+    assert held["coverage"] == "not_measured" and "0 one by one" in held["why"], held
+    assert held["why_none"] == "coverage_not_measured" and "tests" not in held, held
+    assert held["cases"] == {
+        "considered": 2, "twin": 0, "vacuous": 0, "new_api": 0, "uncovered": 0,
+        "coverage_unknown": 2, "held_out": 0,
+    }, held  # fmt: skip
+    assert "held_out_tests" not in row["session"], row["session"]
+    assert not (out / "held_out").exists() or not any((out / "held_out").iterdir())
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["held_out_coverage_not_measured"] == 1, summary
+    assert summary["held_out_none"] == {"coverage_not_measured": 1}, summary
+    assert summary["held_out_cases"]["held_out"] == 0, summary

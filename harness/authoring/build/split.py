@@ -58,8 +58,14 @@ def hold_out(
     if cov is not None:
         sc = held_out.screen(failures, tests, known, base.get("asserts"), found, cov)
     unknown = measured["candidates"] if measured["coverage"] == "not_measured" else 0
-    # Seeded per mutant: the choice does not depend on which mutants were kept before it.
-    got = held_out.split(failures, texts, random.Random(f"{opts.seed}:{m.id}"), sc.why, sc.groups)
+    # Seeded per mutant: the choice does not depend on which mutants were kept before it. Not
+    # measured, a candidate could execute a line no visible case does: none is held out.
+    rng = random.Random(f"{opts.seed}:{m.id}")
+    got = (
+        eligibility.NOT_MEASURED
+        if unknown
+        else held_out.split(failures, texts, rng, sc.why, sc.groups)
+    )
     if isinstance(got, str):
         row["held_out"] = {
             "why_none": got,
