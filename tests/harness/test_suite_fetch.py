@@ -368,25 +368,32 @@ def test_a_fetched_set_runs_and_gates_as_one_benchmark(tiny, tmp_path, capsys):
 
 
 def test_pass_to_pass_is_a_list_after_version_1(tiny, tmp_path):
-    """Rows of version 1 may count PASS_TO_PASS (the mine recorded the count); a later version's
-    rows list the test ids, from a mined suite that lists them; a count there is refused, naming
-    the session, before anything is written."""
-    with pytest.raises(InputError, match="only version 1 rows may give their count"):
-        convert.add(tmp_path / "v" / "2", tiny["mined"], tiny["repo"], url=tiny["url"],
-                    license="MIT", version=2)  # fmt: skip
-    assert not (tmp_path / "v").exists()
-    mined = tmp_path / "mined"
-    shutil.copytree(tiny["mined"], mined)
-    sessions = [json.loads(x) for x in (mined / "sessions.jsonl").read_text().splitlines()]
-    for s in sessions:
-        s["pass_to_pass"] = ["test/calc.test.js::loads"]
-    (mined / "sessions.jsonl").write_text("".join(json.dumps(s) + "\n" for s in sessions))
-    convert.add(tmp_path / "v" / "2", mined, tiny["repo"], url=tiny["url"], license="MIT",
-                version=2)  # fmt: skip
+    """The mine lists PASS_TO_PASS's test ids, and a later version's rows carry them; a count (what
+    the mine recorded before it listed them) is accepted in version 1 rows only: a later version
+    refuses it, naming the session, before anything is written."""
+    listed = [json.loads(x)["pass_to_pass"] for x in (tiny["mined"] / "sessions.jsonl").open()]
+    assert all(isinstance(p, list) and p and all("::" in t for t in p) for p in listed), listed
+    convert.add(tmp_path / "v" / "2", tiny["mined"], tiny["repo"], url=tiny["url"],
+                license="MIT", version=2)  # fmt: skip
     m = manifest.load(tmp_path / "v" / "2")
-    assert (
-        m.version == 2 and [r["pass_to_pass"] for r in m.rows] == [["test/calc.test.js::loads"]] * 2
+    assert m.version == 2 and sorted(map(sorted, (r["pass_to_pass"] for r in m.rows))) == sorted(
+        map(sorted, listed)
     )
+    # A suite an older mine wrote, with counts: refused at version 2, converted at version 1.
+    counted = tmp_path / "counted"
+    shutil.copytree(tiny["mined"], counted)
+    sessions = [json.loads(x) for x in (counted / "sessions.jsonl").read_text().splitlines()]
+    for s in sessions:
+        s["pass_to_pass"] = len(s["pass_to_pass"])
+    (counted / "sessions.jsonl").write_text("".join(json.dumps(s) + "\n" for s in sessions))
+    with pytest.raises(InputError, match="only version 1 rows may give their count"):
+        convert.add(tmp_path / "c" / "2", counted, tiny["repo"], url=tiny["url"],
+                    license="MIT", version=2)  # fmt: skip
+    assert not (tmp_path / "c").exists()
+    convert.add(tmp_path / "c" / "1", counted, tiny["repo"], url=tiny["url"], license="MIT",
+                version=1)  # fmt: skip
+    rows1 = manifest.load(tmp_path / "c" / "1").rows
+    assert sorted(r["pass_to_pass"] for r in rows1) == sorted(map(len, listed))
     # A count written into a version 2 row by hand, and an id that is not a string: named.
     rows = (tmp_path / "v" / "2" / "rows.jsonl").read_text().splitlines()
     bad = [json.loads(x) for x in rows]
@@ -396,4 +403,3 @@ def test_pass_to_pass_is_a_list_after_version_1(tiny, tmp_path):
         manifest.load(tmp_path / "v" / "2")
     assert "pass_to_pass: a count (1); rows of version 2 list" in str(e.value)
     assert "pass_to_pass: 1 item(s) not a test id" in str(e.value)
-    assert manifest.load(tiny["manifest"]).rows[0]["pass_to_pass"] == 1  # version 1: a count

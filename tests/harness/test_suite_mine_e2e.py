@@ -80,6 +80,9 @@ def test_mined_sessions_start_at_the_parent_and_replay_the_real_fix(mined):
         )
         added = "\n".join(x.tool_args["new"] for x in edits)
         assert fix.leaks(s.user_instruction, fix.new_identifiers(added, workspace)) == []
+        # PASS_TO_PASS as test ids, as a manifest row after version 1 needs them.
+        p2p, f2p = s.raw["pass_to_pass"], s.raw["fail_to_pass"]
+        assert isinstance(p2p, list) and all("::" in t for t in p2p) and not set(p2p) & set(f2p)
         prov = s.raw["provenance"]
         assert prov["repo"] == "fastest-validator" and s.session_id.endswith(prov["commit"][:10])
         assert "author" not in prov and len(prov["author_sha256"]) == 12
@@ -88,6 +91,7 @@ def test_mined_sessions_start_at_the_parent_and_replay_the_real_fix(mined):
         for tid in held:  # a held-out test is run at the final verification, never shown
             file, name = tid.split("::", 1)
             assert name not in shown and file in s.held_out
+    assert any(s.raw["pass_to_pass"] for s in suite.sessions)
     summary = json.loads((mined / "summary.json").read_text())
     assert summary["kept"] == len(suite.sessions) and summary["candidates"] > summary["kept"]
     assert summary["commits_scanned"] == 8 and summary["skipped"] == {"too_large": 1}, summary
