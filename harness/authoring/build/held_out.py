@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from harness.authoring import eligibility
 from harness.authoring.build.compose import Failure
@@ -162,6 +163,23 @@ def split(
         [_tid(x) for x in chosen],
         replace(first, line=max(1, first.line - shift)),
     )
+
+
+def split_measured(
+    failures: list[Failure],
+    texts: dict[str, str],
+    rng: random.Random,
+    sc: Screen,
+    measured: Mapping[str, Any],
+) -> tuple[Split | str, int]:
+    """``split`` under the screen ``sc`` where the coverage row ``measured`` (coverage.measured's)
+    allows one, and how many candidates went unmeasured. Build and mine both split through here: a
+    session whose candidates' coverage was not measured holds none out (eligibility.NOT_MEASURED),
+    as one of them could execute a changed line no visible case executes."""
+    unknown = measured["candidates"] if measured["coverage"] == "not_measured" else 0
+    if unknown:
+        return eligibility.NOT_MEASURED, unknown
+    return split(failures, texts, rng, sc.why, sc.groups), 0
 
 
 def _tid(x: Failure) -> str:

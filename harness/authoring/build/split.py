@@ -57,15 +57,9 @@ def hold_out(
     cov, measured = _coverage(box, ws, m, sorted(texts), sc, timeout)
     if cov is not None:
         sc = held_out.screen(failures, tests, known, base.get("asserts"), found, cov)
-    unknown = measured["candidates"] if measured["coverage"] == "not_measured" else 0
-    # Seeded per mutant: the choice does not depend on which mutants were kept before it. Not
-    # measured, a candidate could execute a line no visible case does: none is held out.
+    # Seeded per mutant: the choice does not depend on which mutants were kept before it.
     rng = random.Random(f"{opts.seed}:{m.id}")
-    got = (
-        eligibility.NOT_MEASURED
-        if unknown
-        else held_out.split(failures, texts, rng, sc.why, sc.groups)
-    )
+    got, unknown = held_out.split_measured(failures, texts, rng, sc, measured)
     if isinstance(got, str):
         row["held_out"] = {
             "why_none": got,

@@ -28,14 +28,7 @@ def session(cand: Candidate, box: Box, failures: list, verdict: dict[str, Any]) 
     if opts.held_out == "split":
         texts = {f: (work / f).read_text(encoding="utf-8") for f in verdict["verify_files"]}
         sc, measured = _screen(cand, box, failures, verdict)
-        unknown = 0 if measured["coverage"] == "measured" else measured["candidates"]
-        # A candidate whose coverage is not known could execute a changed line no visible case
-        # does: held out, it could be one (docs/held-out-tests.md). Such a session holds none.
-        got = (
-            eligibility.NOT_MEASURED
-            if unknown
-            else held_out.split(failures, texts, rng, sc.why, sc.groups)
-        )
+        got, unknown = held_out.split_measured(failures, texts, rng, sc, measured)
         n = 0 if isinstance(got, str) else len(got.held)
         held = {"cases": eligibility.counts(len(sc.considered), sc.why, n, unknown), **measured}
         if isinstance(got, str):
