@@ -69,7 +69,8 @@ bench: setup
 	$(BIN)/python bench/jest_step.py
 
 # Every red-team technique on every session (make test runs the core ones, each on a rotating three
-# of the sessions: tests/harness/test_tamper.py SLICE); about 21 minutes.
+# of the sessions: tests/harness/test_tamper.py SLICE); about 70 minutes on 2 quiet cores, an hour
+# of it the reference after every technique in that technique's container.
 redteam: setup
 	ETAI_REDTEAM=all $(BIN)/python -m pytest -q -s tests/harness/test_tamper.py
 
