@@ -10,7 +10,10 @@ options as `make real-suites`), then replays it as a user would, in two timed pa
 
 and prints wall seconds, CPU seconds (the arm's own processes; the whole machine, which holds the
 containers' Jest and whatever else runs meanwhile), per-episode
-p50 and each phase's p50 from the rows. With ``--before REF`` a second checkout of REF (a git
+p50 and each phase's p50 from the rows. For each oracle episode it prints its wall time beside its
+floor, the Jest time a grading harness cannot go below: Jest's own seconds in the episode's
+jest_run steps plus one run of the tests its final change must answer to (the final visible
+verdict's graded run), both from the row's ``jest_s`` (harness/runs/loop.py), and the ratio. With ``--before REF`` a second checkout of REF (a git
 worktree of this repository, removed afterwards) replays the same suite the same way in the same
 invocation, first, and the ratio before/after is printed: ratios inside one run are what to
 compare on a shared, noisy machine.
@@ -136,7 +139,27 @@ def replay(
                 for p in ("acquire", "baseline", "agent", "tools", "verify", "close")
             },
         }  # fmt: skip
+    res["oracle"].update(floors([r for r in rows if r["agent"] == "oracle"]))
     return res
+
+
+def floors(rows: list[dict]) -> dict:
+    """Each episode's wall time, floor and ratio (module docstring), and their p50s; empty for rows
+    of a checkout that did not record Jest's own time."""
+    eps = [
+        {"session": r["session_id"], "wall_s": r["duration_s"], "floor_s": f, "ratio": r["duration_s"] / f,
+         "agent_jest_s": r["jest_s"]["agent"], "final_jest_s": r["jest_s"]["final"],
+         "graded_jest_s": r["jest_s"]["graded"]}
+        for r in sorted(rows, key=lambda r: r["session_id"])
+        if "jest_s" in r and (f := r["jest_s"]["agent"] + r["jest_s"]["final"]) > 0
+    ]  # fmt: skip
+    if not eps:
+        return {}
+    return {
+        "episodes": eps,
+        "floor_p50_s": pct([e["floor_s"] for e in eps], 0.5),
+        "ratio_p50": pct([e["ratio"] for e in eps], 0.5),
+    }
 
 
 def show(name: str, r: dict) -> None:
@@ -153,6 +176,20 @@ def show(name: str, r: dict) -> None:
             f"  {agent:<6} p50 {a['p50_s']:.2f} s, PA@k {pa:.3f}, broken "
             f"{a['reference_broken']}; phases p50 (s): {phases}"
         )
+    o = r["oracle"]
+    if "episodes" not in o:
+        print("  oracle floor: not recorded by this checkout (rows without jest_s)")
+        return
+    print("  oracle per episode: wall s, floor s (Jest: its jest_run steps + the final graded run)")
+    for e in o["episodes"]:
+        print(
+            f"    {e['session']:<40} {e['wall_s']:7.2f} {e['floor_s']:7.2f} "
+            f"({e['agent_jest_s']:.2f} + {e['final_jest_s']:.2f})  {e['ratio']:5.2f}x"
+        )
+    print(
+        f"  oracle p50: wall {o['p50_s']:.2f} s, floor {o['floor_p50_s']:.2f} s, "
+        f"wall/floor {o['ratio_p50']:.2f}x"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

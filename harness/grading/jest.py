@@ -81,12 +81,16 @@ class JestResult:
     # The test files this run was to run, each of which reported (else the status says which did
     # not): every test file of the workspace, or those a scoped graded run listed (verify._scope).
     files_run: tuple[str, ...] = ()
+    # Seconds Jest itself ran in the host (runner.js ``jest_ms``, the slowest host of a sharded
+    # run): the part of ``duration_s`` a harness cannot go below for these files (bench floors).
+    jest_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """The tool result an agent sees (the per-test record stays with the harness)."""
+        """The tool result an agent sees (the per-test record and Jest's own time stay with the
+        harness: an observation reads the same whatever the machine's speed inside Jest)."""
         d = asdict(self)
         d["status"] = self.status.value
-        del d["tests"], d["files_run"]
+        del d["tests"], d["files_run"], d["jest_s"]
         if not self.tamper:
             del d["tamper"]
         return d
@@ -164,6 +168,7 @@ def from_runner(answer: dict[str, Any], *, guarded: bool = True) -> JestResult:
     """
     workspace = answer.get("workspace") or "/scratch/ws"
     duration = answer.get("duration_ms", 0) / 1000
+    jest_s = float(answer.get("jest_ms") or 0) / 1000
     guard = answer.get("guard") if guarded and answer.get("evidence") == "nonce" else None
     refused = [str(t) for t in guard.get("tamper") or []] if isinstance(guard, dict) else []
     if refused and not answer.get("report"):
@@ -179,6 +184,7 @@ def from_runner(answer: dict[str, Any], *, guarded: bool = True) -> JestResult:
             reason=f"tampered: {refused[0]}",
             evidence="none",
             tamper=refused,
+            jest_s=jest_s,
         )
     if answer.get("evidence") != "nonce" or not answer.get("report"):
         reason = answer.get("reason") or (
@@ -248,4 +254,5 @@ def from_runner(answer: dict[str, Any], *, guarded: bool = True) -> JestResult:
         tests=outcomes,
         tamper=tamper,
         files_run=tuple(answer.get("expected_files") or ()),
+        jest_s=jest_s,
     )

@@ -155,6 +155,7 @@ class Verdict:
     tamper: list[str] = field(default_factory=list)
     tests: list[jest.TestOutcome] = field(default_factory=list)  # the guard's record of this run
     scoped: int | None = None  # test files a scoped graded run ran (None: every test file)
+    jest_s: float = 0.0  # Jest's own seconds in the run this verdict read (jest.JestResult.jest_s)
 
     @property
     def tampered(self) -> bool:
@@ -390,6 +391,7 @@ def verify(
         run.tamper,
         run.tests,
         None if ran is None else len(ran),
+        run.jest_s,
     )
 
 

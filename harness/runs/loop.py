@@ -78,6 +78,12 @@ def edit_cursor(sb: Sandbox, action: Action) -> Cursor | None:
     return Cursor(path, line, col, "before")
 
 
+def _graded(row: dict[str, Any], verdict: Verdict) -> Verdict:
+    """``verdict``, its Jest seconds added to the row's graded runs (``jest_s``)."""
+    row["jest_s"]["graded"] = round(row["jest_s"]["graded"] + verdict.jest_s, 4)
+    return verdict
+
+
 @contextmanager
 def _timed(row: dict[str, Any], phase: str) -> Iterator[None]:
     """Add the time spent in the block to ``row["phases"][phase]`` (seconds), also when it raises."""
@@ -222,6 +228,12 @@ def _new_row(session: Session, agent: Agent, sample: int, k: int, max_steps: int
         "incomplete": False,
         "checks": [],
         "phases": {},
+        # Jest's own seconds (jest.JestResult.jest_s): ``agent``, in the agent's jest_run steps;
+        # ``graded``, in every graded run of the episode (baseline, verifications, held-out);
+        # ``final``, in the run of the final visible verdict. agent + final is the episode's floor:
+        # the tests it asked for and one run of those its final change must answer to
+        # (bench/real_suite_throughput.py).
+        "jest_s": {"agent": 0.0, "graded": 0.0, "final": 0.0},
         # Rollouts as data (finetune.rollouts): with these a row re-renders every prompt the agent
         # was given, so a run folder is a training set.
         "task": {
@@ -274,6 +286,8 @@ def _play(
             sb, sb.test_files, passing=passing, gold=gold, held_out=session.held_out,
             held_out_gold=held_out_gold, regression=regression,
         )  # fmt: skip
+    if base.run is not None:
+        row["jest_s"]["graded"] = round(base.run.jest_s, 4)
     greens: list[tuple[int, str]] = []  # (step, workspace state) of visible greens: held-out only
     with _timed(row, "agent"):
         episode = agent.start(TaskView.of(session, max_steps=max_steps, k=k), sample)
@@ -328,6 +342,9 @@ def _play(
                 "error": r.error,
             }
         )
+        if "jest_s" in r.harness:
+            row["steps"][-1]["jest_s"] = round(r.harness["jest_s"], 4)
+            row["jest_s"]["agent"] = round(row["jest_s"]["agent"] + r.harness["jest_s"], 4)
         row["actions"].append({"tool": decision.tool, "args": decision.args})
         row["agent_path"].append([decision.tool, _target_file(decision.args)])
         observations.append(
@@ -341,7 +358,7 @@ def _play(
         _note_texts(row, observations[-1])
         if decision.tool in MUTATING and r.ok:
             with _timed(row, "verify"):
-                verdict = verify(sb, base, list(session.verify_files))
+                verdict = _graded(row, verify(sb, base, list(session.verify_files)))
             _note_tamper(row, verdict.tamper)
             if verdict.green and not row["tamper"] and row["steps_to_green"] is None:
                 row["steps_to_green"] = i
@@ -355,9 +372,10 @@ def _play(
         verdict = UNCHANGED  # no Jest run: the preflight found this very workspace not green
     elif verdict is None or last_mutation != last_step:
         with _timed(row, "verify"):
-            verdict = verify(sb, base, list(session.verify_files))
+            verdict = _graded(row, verify(sb, base, list(session.verify_files)))
         _note_tamper(row, verdict.tamper)
     visible, full = verdict, None
+    row["jest_s"]["final"] = round(visible.jest_s, 4)
     if session.held_out and verdict.green and not row["tamper"]:
         # Held-out tests run once, after the agent's last step: nothing of the agent's acts after
         # they were on disk. The episode's green step is the first at which the workspace was
@@ -365,7 +383,7 @@ def _play(
         # counts from the fix.
         final_state = _state(sb)
         with _timed(row, "verify"):
-            full = verify(sb, base, list(session.verify_files), held_out=True)
+            full = _graded(row, verify(sb, base, list(session.verify_files), held_out=True))
         _note_tamper(row, full.tamper)
         row["held_out"] = {"green": full.green, "reason": full.reason, "files": len(base.held_out)}
         verdict = full

@@ -63,6 +63,9 @@ class Row(TypedDict, total=False):
     # where the episode's time went, in seconds: acquire (a sandbox holding the workspace),
     # baseline, agent (its decisions), tools, verify, close
     phases: dict[str, float]
+    # Jest's own seconds: agent (its jest_run steps), graded (every graded run), final (the run of
+    # the final visible verdict); agent + final is the episode's floor (harness/runs/loop.py)
+    jest_s: dict[str, float]
     harness_version: str
     image: str | None
     # session episodes

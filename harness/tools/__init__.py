@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.base.errors import SandboxDead, SandboxTimeout
@@ -37,6 +37,11 @@ class Tool:
         }
 
 
+# The key under which a tool's run returns what only the harness reads (``ToolResult.harness``):
+# taken out of ``data`` by ``call``, so no agent sees it.
+HARNESS_ONLY = "_harness"
+
+
 @dataclass(frozen=True)
 class ToolResult:
     tool: str
@@ -44,6 +49,9 @@ class ToolResult:
     data: dict[str, Any]
     error: str | None
     duration_s: float
+    # What the harness measures of the call and the agent is not shown (jest_run: ``jest_s``,
+    # Jest's own seconds, for the floor of harness/runs/loop.py's ``jest_s`` record).
+    harness: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -133,7 +141,8 @@ def call(sandbox: Sandbox, name: str, args: Any) -> ToolResult:
     except SandboxDead as e:
         status = "timeout" if isinstance(e, SandboxTimeout) else "infra_error"
         return ToolResult(name, status, {}, f"sandbox unavailable: {e}", time.monotonic() - t0)
-    return ToolResult(name, tool.status_of(data), data, None, time.monotonic() - t0)
+    own = data.pop(HARNESS_ONLY, None) or {}
+    return ToolResult(name, tool.status_of(data), data, None, time.monotonic() - t0, own)
 
 
 # Kept for callers that want the names without loading the registry module.

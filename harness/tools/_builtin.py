@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.grading import jest
 from harness.sandbox import ToolFailure
-from harness.tools import Tool, register
+from harness.tools import HARNESS_ONLY, Tool, register
 
 _PATH = {"type": "string", "minLength": 1, "description": "path relative to the workspace root"}
 
@@ -44,7 +44,8 @@ def _jest_run(sb, args):
         },
         timeout=timeout,
     )
-    return jest.from_runner(answer, guarded=sb.limits.guard).to_dict()
+    run = jest.from_runner(answer, guarded=sb.limits.guard)
+    return {**run.to_dict(), HARNESS_ONLY: {"jest_s": run.jest_s}}
 
 
 register(

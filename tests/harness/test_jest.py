@@ -259,6 +259,17 @@ def test_a_passing_run_field_by_field():
     )
 
 
+def test_jests_own_time_is_kept_for_the_harness_and_not_shown_to_the_agent():
+    r = jest.from_runner(_answer(PASSING) | {"jest_ms": 180.0})
+    assert r.jest_s == 0.18 and r.duration_s == 0.25
+    assert "jest_s" not in r.to_dict() and "jest_ms" not in r.to_dict()
+    assert jest.from_runner(_answer(PASSING)).jest_s == 0.0  # a runner that did not say
+    # A run without the host's answer (cut short) claims no Jest time, whatever else it carries:
+    # a floor is measured only from runs that ran to an answer.
+    cut = {"evidence": "none", "reason": "timeout", "duration_ms": 9000, "jest_ms": 8500}
+    assert jest.from_runner(cut).jest_s == 0.0
+
+
 def test_failed_tests_make_the_run_fail_whatever_the_summary_says():
     results = [
         {

@@ -111,6 +111,23 @@ def test_an_episode_that_edits_is_verified(setting):
     assert sum(phases.values()) <= row["duration_s"] + 0.01, (phases, row["duration_s"])
 
 
+def test_an_episode_records_jests_own_time_and_its_floor(setting):
+    """``jest_s``: the agent's runs (the oracle's trace has one jest_run), every graded run, and the
+    final visible verdict's run; the floor (agent + final) is inside the episode's wall time. The
+    agent's observation of its jest_run does not carry Jest's time."""
+    row, runs = _episode(setting, from_spec("oracle", setting[2]), with_preflight=True)
+    js, steps = row["jest_s"], row["steps"]
+    (run,) = [s for s in steps if s["tool"] == "jest_run"]
+    assert run["jest_s"] > 0 and js["agent"] == run["jest_s"], (js, steps)
+    assert 0 < js["final"] <= js["graded"], js
+    assert js["agent"] + js["final"] < row["duration_s"], (js, row["duration_s"])
+    (seen,) = [o for o in row["observations"] if o["tool_called"] == "jest_run"]
+    assert "jest_s" not in seen["execution_result"] and "_harness" not in seen["execution_result"]
+    # A noop episode runs no Jest at all: every figure is zero.
+    row, _ = _episode(setting, from_spec("noop", setting[2]), with_preflight=True)
+    assert row["jest_s"] == {"agent": 0.0, "graded": 0.0, "final": 0.0}, row["jest_s"]
+
+
 def test_the_preflight_runs_jest_once_on_the_untouched_workspace(setting):
     """Its baseline run also gives the verdict "not green at the start" (the workspace is the same):
     retry-default-attempts (read, edit, run) costs the baseline, the verification after the edit,
