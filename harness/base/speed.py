@@ -28,6 +28,8 @@ PATHS: dict[str, str] = {
     "(harness/grading/verify.py regression='related')",
     "preflight_cache": "a session's preflight replay kept across runs "
     "(harness/runs/session_jobs.py preflights)",
+    "verification_rerun": "the preflight's second run of the reference's final workspace runs "
+    "the verification files alone, not a whole graded run (harness/runs/loop.py preflight)",
 }
 
 VARIABLE = "ETAI_SPEED_OFF"

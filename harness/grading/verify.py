@@ -301,6 +301,7 @@ def verify(
     timeout: float | None = None,
     run: jest.JestResult | None = None,
     held_out: bool = False,
+    only_verification: bool = False,
 ) -> Verdict:
     """Is the workspace green now (module docstring)? ``run``: a Jest run already made of the
     workspace as it is now (the baseline's, when nothing has been done since), else one is made.
@@ -308,13 +309,21 @@ def verify(
     in after the protected files are checked and put back after the run. It answers for a
     workspace whose visible verdict, on this very state, was green: the visible tests and the
     regression were checked by that whole run, and this one adds the held-out tests, the guard's
-    findings and the held-out gold record."""
+    findings and the held-out gold record. ``only_verification``: a run of the verification files
+    alone, read as a scoped run of those files (the preflight's repeat of a green verdict whose
+    regression check the whole run before it made: harness/runs/loop.py ``preflight``)."""
     fired: list[tuple[str, str]] = []
     extra = set(base.held_out)
     wanted = set(verify_files or base.test_files)
     files, complete = _files(sb)
     # Whether this verdict may be a scoped run's (then the other files' hashes are needed too).
-    may_scope = run is None and not (held_out and extra) and base.sources is not None and complete
+    may_scope = (
+        run is None
+        and not (held_out and extra)
+        and not only_verification
+        and base.sources is not None
+        and complete
+    )
     others = [f for f in files if f not in base.protected] if may_scope else []
     hashes = _hashes(sb, list(base.protected) + others)
     changed = sorted(p for p in base.protected if hashes[p] != base.protected[p])
@@ -340,8 +349,12 @@ def verify(
         run = _held_out_run(sb, base, timeout)
     else:
         held_out = False
-        scope = _scope(base, wanted, files, hashes) if may_scope else None
-        run = run or _full_run(sb, timeout, scope=scope)
+        if only_verification and run is None:
+            scope = {"include": sorted(wanted)}  # what the run answers for: these files alone
+            run = _full_run(sb, timeout, only=sorted(wanted))
+        else:
+            scope = _scope(base, wanted, files, hashes) if may_scope else None
+            run = run or _full_run(sb, timeout, scope=scope)
     failed = [{"name": f.name, "file": f.file, "message": f.message} for f in run.failed_tests]
     if run.tamper:
         fired.append(("tamper", f"tampered: {run.tamper[0]}"))

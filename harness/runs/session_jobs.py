@@ -160,26 +160,32 @@ def local_preflights(
         prepared.cleanup()
 
 
+def preflight_key(session: Session, image: str, regression: str) -> str:
+    """What a preflight's verdict depends on: the session, image, etai version, grading code,
+    regression mode, and what the preflight's second run runs (harness/runs/loop.py ``preflight``:
+    the gold record may differ by the runs made)."""
+    rerun = "verification" if speed.on("verification_rerun") else "whole"
+    return cache_key(
+        "preflight",
+        session.content_hash,
+        image,
+        version(),
+        grading_digest(),
+        regression,
+        f"rerun:{rerun}",
+    )
+
+
 def preflights(sessions, image, ex, recipe, local) -> dict[str, dict[str, Any]]:
     """Replay every reference first (cached per session content, image and grading code); return
     each session's preflight row (``ok``/``reason``, and for sound ones ``passing`` and ``gold``).
     The regression mode is part of the key: a reference green on its related tests may regress
-    another."""
+    another; so is what the preflight's second run runs (speed path ``verification_rerun``)."""
 
     # Shared by every run on this machine; with the ``preflight_cache`` speed path off
     # (harness/base/speed.py) none is read or written: every preflight is replayed.
     store = ResultStore(_image.cache_dir() / "preflight") if speed.on("preflight_cache") else None
-    keys = {
-        s.session_id: cache_key(
-            "preflight",
-            s.content_hash,
-            image,
-            version(),
-            grading_digest(),
-            local.settings.regression,
-        )
-        for s in sessions
-    }
+    keys = {s.session_id: preflight_key(s, image, local.settings.regression) for s in sessions}
     results = {
         sid: store.rows([key])[0]
         for sid, key in keys.items()

@@ -319,6 +319,7 @@ def test_the_regression_mode_is_part_of_keys_and_summary(tmp_path, capsys, make_
     from harness.base.provenance import grading_digest, version
     from harness.runs.results import cache_key
     from harness.runs.runner import run as run_api
+    from harness.runs.session_jobs import preflight_key
     from harness.suites.load import load_suite
 
     sid = "retry-default-attempts"
@@ -340,10 +341,12 @@ def test_the_regression_mode_is_part_of_keys_and_summary(tmp_path, capsys, make_
     session = next(x for x in load_suite(root).sessions if x.session_id == sid)
     flights = {r["cache_key"]: r for r in read_rows(_own_cache / "preflight" / "results.jsonl")}
     for mode in ("related", "whole"):
-        key = cache_key(
-            "preflight", session.content_hash, whole["image"], version(), grading_digest(), mode
-        )
+        key = preflight_key(session, whole["image"], mode)
         assert flights[key]["ok"], mode
+        assert key == cache_key(  # the key as it reads, with the preflight's repeat (speed path)
+            "preflight", session.content_hash, whole["image"], version(), grading_digest(), mode,
+            "rerun:verification",
+        )  # fmt: skip
 
     with pytest.raises(SystemExit) as e:
         main(["run", "--suite", str(root), "--agent", "noop", "--regression", "some"])

@@ -139,3 +139,69 @@ def test_preflight_cache_off_replays_and_keeps_nothing(monkeypatch, image):
     assert replayed == [s.session_id for s in implement.sessions]  # replayed, and nothing kept
     assert store.read_bytes() == kept
     assert {k: v["passing"] for k, v in on.items()} == {k: v["passing"] for k, v in off.items()}
+
+
+class _Recording:
+    """A sandbox that keeps the payload of every graded (``fresh``) Jest request it forwards."""
+
+    def __init__(self, sb, graded: list[dict]):
+        self._sb, self._graded = sb, graded
+
+    def request(self, op, payload, **kw):
+        if op == "jest" and payload.get("fresh"):
+            self._graded.append(payload)
+        return self._sb.request(op, payload, **kw)
+
+    def __getattr__(self, name):
+        return getattr(self._sb, name)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_verification_rerun_off_makes_the_preflights_second_run_a_whole_graded_run(
+    monkeypatch, image
+):
+    """The preflight's graded runs: the baseline, the verification after the reference's edit, the
+    one at its end, the held-out run (this session has held-out tests), then the repeat; on, the repeat runs the verification files alone, off it is a
+    graded run like the others (scoped to the change). The gold record is the same either way, and
+    the preflight cache keeps the two apart."""
+    from harness.agents import AgentContext, from_spec
+    from harness.runs.loop import preflight
+    from harness.runs.session_jobs import preflights  # noqa: F401  (the key's home)
+    from harness.sandbox import Limits, provider
+    from harness.suites.load import load_suite
+
+    suite = load_suite("jest-bugfix")
+    session = suite.get("retry-default-attempts")
+    prepared = provider("docker").prepare(Limits(memory_mb=1024, timeout_s=30), image=image)
+    flights, repeats = {}, {}
+    try:
+        for arm, off in (("on", ""), ("off", "verification_rerun")):
+            monkeypatch.setenv("ETAI_SPEED_OFF", off)
+            graded: list[dict] = []
+            flights[arm] = preflight(
+                session,
+                from_spec("oracle", AgentContext(suite)),
+                start_sandbox=lambda s, g=graded: _Recording(prepared.start(s.workspace), g),
+            )
+            assert flights[arm]["ok"], flights[arm]
+            repeats[arm] = graded[4]
+    finally:
+        prepared.cleanup()
+    assert repeats["on"].get("test_files") == sorted(session.verify_files), repeats["on"]
+    assert "scope" not in repeats["on"]
+    assert repeats["off"].get("scope") and not repeats["off"].get("test_files"), repeats["off"]
+    assert flights["on"]["gold"] == flights["off"]["gold"]
+    assert flights["on"]["held_out_gold"] == flights["off"]["held_out_gold"]
+
+
+def test_the_preflight_cache_key_names_what_the_second_run_runs(monkeypatch):
+    from harness.runs.session_jobs import preflight_key
+
+    session = type("S", (), {"session_id": "s", "content_hash": "h"})
+    monkeypatch.delenv("ETAI_SPEED_OFF", raising=False)
+    on = preflight_key(session, "img", "related")
+    monkeypatch.setenv("ETAI_SPEED_OFF", "verification_rerun")
+    assert preflight_key(session, "img", "related") != on
+    monkeypatch.setenv("ETAI_SPEED_OFF", "warm_hosts")  # a path the preflight's result is not of
+    assert preflight_key(session, "img", "related") == on
