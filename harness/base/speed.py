@@ -28,6 +28,9 @@ PATHS: dict[str, str] = {
     "(harness/grading/verify.py regression='related')",
     "preflight_cache": "a session's preflight replay kept across runs "
     "(harness/runs/session_jobs.py preflights)",
+    "base_baseline": "a suite's base workspace run whole once per process and image: the tests "
+    "passing there answer for those a base + patch session's patch cannot reach "
+    "(harness/runs/base_runs.py)",
     "verification_rerun": "the preflight's second run of the reference's final workspace runs "
     "the verification files alone, not a whole graded run (harness/runs/loop.py preflight)",
 }

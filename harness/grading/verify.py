@@ -143,6 +143,20 @@ class Baseline:
     # The Jest run this baseline made of the pristine workspace, if it made one: a verdict on that
     # same workspace needs no second run (the preflight's "not green at the start"; #15).
     run: jest.JestResult | None = field(default=None, compare=False, repr=False)
+    # That run was scoped (``FromBase``): it answers for the files it ran, not for every test file.
+    run_scoped: bool = False
+
+
+@dataclass(frozen=True)
+class FromBase:
+    """A base + patch workspace's baseline from its suite's base (harness/runs/base_runs.py): the
+    tests passing in a whole run of the base, the files the patch changes, and the verification
+    files. The pristine workspace then needs a run of the tests related to the change alone: a test
+    file Jest's graph does not relate to a changed module runs the same code as in the base."""
+
+    passing: frozenset[str]
+    changed: tuple[str, ...]
+    include: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -234,11 +248,27 @@ def take_baseline(
     held_out: Mapping[str, bytes] | None = None,
     held_out_gold: Gold | None = None,
     regression: str = "related",
+    from_base: FromBase | None = None,
 ) -> Baseline:
     """The pristine workspace. ``passing`` (tests passing at the start) comes from the preflight when
-    it has measured them; otherwise one Jest run measures it here. ``regression``: REGRESSION_MODES."""
+    it has measured them; otherwise one Jest run measures it here: with ``from_base``, a run of the
+    tests related to the patch, the base's record answering for the others (``FromBase``); else a
+    run of every test file. ``regression``: REGRESSION_MODES."""
     check_regression(regression)
-    run = None
+    run, scoped = None, False
+    if passing is None and from_base is not None and _modules(from_base.changed):
+        scope = {
+            "changed": list(from_base.changed),
+            "keep": sorted(test_files),
+            "include": sorted(from_base.include or test_files),
+        }
+        run = _full_run(sb, timeout, scope=scope)
+        if run.evidence == "nonce" and not run.tamper:
+            ran = set(run.files_run)
+            others = {t for t in from_base.passing if t.split("::", 1)[0] not in ran}
+            passing, scoped = others | _passed(run), True
+        else:  # no answer to read: the whole run below says what is wrong, as it did without
+            run = None
     if passing is None:
         run = _full_run(sb, timeout)
         passing = _passed(run)
@@ -251,8 +281,13 @@ def take_baseline(
     return Baseline(
         {p: hashes[p] for p in protected}, frozenset(passing), tuple(test_files), listing, gold,
         dict(held_out or {}), held_out_gold, {p: hashes[p] for p in others} if complete else None,
-        regression, run,
+        regression, run, scoped,
     )  # fmt: skip
+
+
+def _modules(files: Iterable[str]) -> bool:
+    """Every one of ``files`` is a module Jest's graph follows (``_MODULE_EXTS``)."""
+    return all(PurePosixPath(f).suffix in _MODULE_EXTS for f in files)
 
 
 def check_regression(mode: str) -> None:
@@ -281,7 +316,7 @@ def _scope(
         for f in files
         if f not in base.protected and not is_protected(f) and hashes.get(f) != base.sources.get(f)
     )
-    if any(PurePosixPath(f).suffix not in _MODULE_EXTS for f in changed):
+    if not _modules(changed):
         return None
     keep = {t.split("::", 1)[0] for t in base.passing} | wanted
     return {"changed": changed, "keep": sorted(keep), "include": sorted(wanted)}
@@ -313,6 +348,7 @@ def verify(
     alone, read as a scoped run of those files (the preflight's repeat of a green verdict whose
     regression check the whole run before it made: harness/runs/loop.py ``preflight``)."""
     fired: list[tuple[str, str]] = []
+    given_scoped = run is not None and run is base.run and base.run_scoped
     extra = set(base.held_out)
     wanted = set(verify_files or base.test_files)
     files, complete = _files(sb)
@@ -384,7 +420,8 @@ def verify(
     # A scoped run answers for the files it ran (``_scope``): each reported, the verification
     # files among them (below), and a test of any other file was not run to fail. (A run without
     # evidence ran nothing to answer with: every test that passed at the start counts.)
-    ran = set(run.files_run) if scope is not None and run.evidence == "nonce" else None
+    scoped = scope is not None or given_scoped
+    ran = set(run.files_run) if scoped and run.evidence == "nonce" else None
     could = base.passing if ran is None else {t for t in base.passing if t.split("::")[0] in ran}
     regressed = [] if held_out else sorted(could - passed_now)
     if regressed:

@@ -30,7 +30,7 @@ from harness.agents.etai_format import (
 from harness.base import speed
 from harness.base.errors import BudgetSkipped, EtaiError, InfraError
 from harness.grading.verify import Baseline, Gold, Verdict, take_baseline, verify
-from harness.runs import held_out
+from harness.runs import base_runs, held_out
 from harness.sandbox import Sandbox, Status, ToolFailure, close_quietly, transforms
 from harness.session.model import Cursor, Session, first_difference, line_and_column
 
@@ -462,7 +462,10 @@ def preflight(
     not all passing on the pristine workspace: tests that do not see the bug hold nothing out."""
     sb = start_sandbox(session)
     try:
-        base = take_baseline(sb, sb.test_files, held_out=session.held_out, regression=regression)
+        base = take_baseline(
+            sb, sb.test_files, held_out=session.held_out, regression=regression,
+            from_base=base_runs.from_base(session, start_sandbox, sb.image),
+        )  # fmt: skip
         # Only the pristine workspace has run here yet: what its Jest hosts transformed may serve
         # every later sandbox (harness/sandbox/transforms.py). Not later: the store is readable from
         # every sandbox, and the reference's transforms hold its fix.

@@ -162,9 +162,10 @@ def local_preflights(
 
 def preflight_key(session: Session, image: str, regression: str) -> str:
     """What a preflight's verdict depends on: the session, image, etai version, grading code,
-    regression mode, and what the preflight's second run runs (harness/runs/loop.py ``preflight``:
-    the gold record may differ by the runs made)."""
+    regression mode, and the runs it makes (harness/runs/loop.py ``preflight``): what its baseline
+    and its second run run (speed paths ``base_baseline`` and ``verification_rerun``)."""
     rerun = "verification" if speed.on("verification_rerun") else "whole"
+    baseline = "base" if speed.on("base_baseline") else "whole"
     return cache_key(
         "preflight",
         session.content_hash,
@@ -173,6 +174,7 @@ def preflight_key(session: Session, image: str, regression: str) -> str:
         grading_digest(),
         regression,
         f"rerun:{rerun}",
+        f"baseline:{baseline}",
     )
 
 

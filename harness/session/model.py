@@ -85,6 +85,11 @@ class Session:
     # workspace paths): never in the sandbox while the agent acts, written in only for the final
     # verification (harness/runs/loop.py). None: the session has none.
     held_out_dir: Path | None = None
+    # A base + patch workspace (``{"base": FOLDER, "patch": [...]}``): the suite's base folder and
+    # the files the patch edits. The preflight's baseline then reads what a whole run of the base
+    # showed and runs only the tests related to the patch (harness/runs/base_runs.py).
+    base_dir: Path | None = None
+    patch_files: tuple[str, ...] = ()
 
     @property
     def project(self) -> str | None:

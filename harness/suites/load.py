@@ -296,9 +296,14 @@ def _session(
     )
     if len(probs.items) > n_before:
         return None
+    base_dir, patch_files = None, ()
+    if isinstance(ws_rel, dict):  # sound, or a problem was added above
+        base_dir = _base_folder(root, ws_rel["base"])
+        patch_files = tuple(sorted({e["file"] for e in ws_rel["patch"]}))
     return Session(
         sid, instr, ide, tuple(steps), final, ws, tuple(vfiles), intent, target, raw=obj,
         sandbox_env=sandbox.env, sandbox_memory_mb=sandbox.memory_mb, held_out_dir=held,
+        base_dir=base_dir, patch_files=patch_files,
     )  # fmt: skip
 
 
@@ -351,7 +356,7 @@ def _base_folder(root: Path, rel: Any) -> Path | None:
 
 
 @functools.cache
-def _base_digest(base: Path) -> str:
+def base_digest(base: Path) -> str:
     """Digest of the files a base snapshot gives the sandbox (once per base and load_suite)."""
 
     h = hashlib.sha256()
@@ -398,7 +403,7 @@ def _patched_workspace(spec: dict, where: str, root: Path, probs: _Problems) -> 
             probs.add(where, f"{p}.old", f"occurs {n} times in {e['file']} (must be once)")
             return None
         texts[e["file"]] = texts[e["file"]].replace(e["old"], e["new"], 1)
-    key = hashlib.sha256((_base_digest(base) + json.dumps(patch, sort_keys=True)).encode())
+    key = hashlib.sha256((base_digest(base) + json.dumps(patch, sort_keys=True)).encode())
     target = cache_dir() / "workspaces" / key.hexdigest()[:24]
     if not target.is_dir():
         _materialise(base, texts, target)
@@ -439,7 +444,7 @@ def find_suite(name_or_path: str | Path) -> Path:
 
 def load_suite(name_or_path: str | Path) -> Suite:
     root = find_suite(name_or_path)
-    _base_digest.cache_clear()  # once per base and load: a base changed since is hashed anew
+    base_digest.cache_clear()  # once per base and load: a base changed since is hashed anew
     meta: dict[str, Any] = {}
     if (root / "suite.yaml").is_file():
         try:

@@ -201,7 +201,10 @@ def test_the_preflight_cache_key_names_what_the_second_run_runs(monkeypatch):
     session = type("S", (), {"session_id": "s", "content_hash": "h"})
     monkeypatch.delenv("ETAI_SPEED_OFF", raising=False)
     on = preflight_key(session, "img", "related")
-    monkeypatch.setenv("ETAI_SPEED_OFF", "verification_rerun")
-    assert preflight_key(session, "img", "related") != on
+    keys = {on}
+    for path in ("verification_rerun", "base_baseline"):
+        monkeypatch.setenv("ETAI_SPEED_OFF", path)
+        keys.add(preflight_key(session, "img", "related"))
+    assert len(keys) == 3, keys
     monkeypatch.setenv("ETAI_SPEED_OFF", "warm_hosts")  # a path the preflight's result is not of
     assert preflight_key(session, "img", "related") == on
