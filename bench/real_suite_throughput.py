@@ -21,6 +21,7 @@ compare on a shared, noisy machine.
     python bench/real_suite_throughput.py --project dayjs --sessions 30 [--before REF]
                                           [--workers 2] [--suites DIR] [--json F]
                                           [--no-validate]
+    python bench/real_suite_throughput.py --suite DIR [...]   (a suite at hand: a mined one)
 """
 
 from __future__ import annotations
@@ -196,7 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--project", required=True, help="a project of ../shared/realrepos")
+    which = ap.add_mutually_exclusive_group(required=True)
+    which.add_argument("--project", help="a project of ../shared/realrepos (its suite built once)")
+    which.add_argument(
+        "--suite",
+        type=Path,
+        help="replay this suite instead (built or mined: `etai suite mine`, make mined-suites)",
+    )
     ap.add_argument("--sessions", type=int, default=30, help="sessions in the suite (30)")
     ap.add_argument("--before", metavar="REF", help="also replay with this commit's code, first")
     ap.add_argument("--workers", type=int, default=2, help="etai run workers (2)")
@@ -228,9 +235,16 @@ def main(argv: list[str] | None = None) -> int:
         )
         if rev.returncode != 0:
             ap.error(f"--before: {args.before!r} is not a commit of {ROOT}")
-    suite = suite_for(args.project, args.sessions, args.suites)
+    if args.suite is not None and not (args.suite / "sessions.jsonl").is_file():
+        ap.error(f"--suite: {args.suite} holds no sessions.jsonl")
+    suite = (
+        args.suite.resolve()
+        if args.suite is not None
+        else suite_for(args.project, args.sessions, args.suites)
+    )
     tmp = Path(tempfile.mkdtemp(prefix="etai-real-throughput-"))
-    res: dict = {"project": args.project, "suite": str(suite), "workers": args.workers}
+    name = args.project or suite.name
+    res: dict = {"project": name, "suite": str(suite), "workers": args.workers}
     v = not args.no_validate
     try:
         if args.before:
@@ -261,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{args.project}: {suite} ({res['after']['episodes'] // 2} sessions), "
+    print(f"{name}: {suite} ({res['after']['episodes'] // 2} sessions), "
           f"{args.workers} workers")  # fmt: skip
     if "before" in res:
         show(f"before ({args.before})", res["before"])

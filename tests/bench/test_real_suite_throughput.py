@@ -41,3 +41,14 @@ def test_rows_without_a_floor_are_left_out_and_none_leaves_nothing():
     assert bench.floors([old]) == {}
     assert bench.floors([_row("z", 3.0, 0.0, 0.0)]) == {}  # no Jest ran: no ratio to give
     assert [e["session"] for e in bench.floors([old, _row("y", 3.0, 1, 1)])["episodes"]] == ["y"]
+
+
+def test_a_suite_folder_without_sessions_is_refused_before_anything_runs(tmp_path, capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--suite", str(tmp_path)])
+    assert e.value.code == 2 and "holds no sessions.jsonl" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # one of the two ways to name the suite, not both
+        bench.main(["--suite", str(tmp_path), "--project", "dayjs"])
+    assert e.value.code == 2
