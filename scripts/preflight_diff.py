@@ -59,7 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     except EtaiError as e:
         ap.error(str(e))
     t = time.monotonic()
-    on, off = arm(suites, "", a.workers), arm(suites, a.path, a.workers)
+    on = arm(suites, "", a.workers)
+    t_on = time.monotonic() - t
+    off = arm(suites, a.path, a.workers)
+    t_off = time.monotonic() - t - t_on
     diffs = [
         (key, f, on[key].get(f), off.get(key, {}).get(f))
         for key in sorted(on)
@@ -71,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     sound = sum(1 for v in on.values() if v["ok"])
     print(
         f"preflight_diff {a.path}: {len(on)} sessions ({sound} sound) in {len(suites)} suites, "
-        f"{len({k for k, *_ in diffs})} different; {time.monotonic() - t:.0f} s"
+        f"{len({k for k, *_ in diffs})} different; on {t_on:.0f} s, off {t_off:.0f} s"
     )
     return 1 if diffs else 0
 

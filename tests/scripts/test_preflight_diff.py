@@ -26,7 +26,7 @@ def test_the_preflights_repeat_alone_records_what_the_whole_repeat_does(
     suite = make_suite(tmp_path / "suite", ["retry-default-attempts"])
     assert pdiff.main(["--path", "verification_rerun", str(suite)]) == 0
     out = capsys.readouterr().out
-    assert "1 sessions (1 sound) in 1 suites, 0 different" in out, out
+    assert "1 sessions (1 sound) in 1 suites, 0 different; on " in out, out
 
 
 def test_a_difference_is_printed_and_exits_1(monkeypatch, tmp_path, make_suite, capsys):
