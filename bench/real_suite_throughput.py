@@ -240,8 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     suite = (
         args.suite.resolve()
         if args.suite is not None
-        else suite_for(args.project, args.sessions, args.suites)
-    )
+        else suite_for(args.project, args.sessions, args.suites).absolute()
+    )  # absolute: the --before arm runs from its own worktree
     tmp = Path(tempfile.mkdtemp(prefix="etai-real-throughput-"))
     name = args.project or suite.name
     res: dict = {"project": name, "suite": str(suite), "workers": args.workers}
