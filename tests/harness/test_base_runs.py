@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,9 @@ from harness.runs import base_runs
 from harness.runs.loop import preflight
 from harness.sandbox import Limits, provider
 from harness.suites.load import load_suite
+
+sys.path.insert(0, str(Path(__file__).parent))  # the helper modules beside this file
+from recording import GradedRequests  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -61,19 +65,6 @@ def suite(tmp_path):
     return load_suite(root)
 
 
-class _Recording:
-    def __init__(self, sb, graded: list[dict]):
-        self._sb, self._graded = sb, graded
-
-    def request(self, op, payload, **kw):
-        if op == "jest" and payload.get("fresh"):
-            self._graded.append(payload)
-        return self._sb.request(op, payload, **kw)
-
-    def __getattr__(self, name):
-        return getattr(self._sb, name)
-
-
 def test_the_baseline_from_the_base_measures_what_a_whole_run_does(suite, image, monkeypatch):
     prepared = provider("docker").prepare(Limits(memory_mb=1024, timeout_s=60), image=image)
     oracle = from_spec("oracle", AgentContext(suite))
@@ -91,7 +82,7 @@ def test_the_baseline_from_the_base_measures_what_a_whole_run_does(suite, image,
                 def start(x, g=graded):
                     starts[arm].append(x.workspace)
                     sb = prepared.start(x.workspace)
-                    return sb if x.workspace == suite.path / "base" else _Recording(sb, g)
+                    return sb if x.workspace == suite.path / "base" else GradedRequests(sb, g)
 
                 flights[arm, s.session_id] = preflight(s, oracle, start_sandbox=start)
                 firsts[arm, s.session_id] = graded[0]  # the baseline's run

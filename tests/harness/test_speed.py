@@ -12,6 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # the helper modules beside this file
 
 from pools import first_in_line  # noqa: E402
+from recording import GradedRequests  # noqa: E402
 
 from harness.base import speed
 from harness.base.errors import InputError
@@ -141,21 +142,6 @@ def test_preflight_cache_off_replays_and_keeps_nothing(monkeypatch, image):
     assert {k: v["passing"] for k, v in on.items()} == {k: v["passing"] for k, v in off.items()}
 
 
-class _Recording:
-    """A sandbox that keeps the payload of every graded (``fresh``) Jest request it forwards."""
-
-    def __init__(self, sb, graded: list[dict]):
-        self._sb, self._graded = sb, graded
-
-    def request(self, op, payload, **kw):
-        if op == "jest" and payload.get("fresh"):
-            self._graded.append(payload)
-        return self._sb.request(op, payload, **kw)
-
-    def __getattr__(self, name):
-        return getattr(self._sb, name)
-
-
 @pytest.mark.docker
 @pytest.mark.slow
 def test_verification_rerun_off_makes_the_preflights_second_run_a_whole_graded_run(
@@ -182,7 +168,7 @@ def test_verification_rerun_off_makes_the_preflights_second_run_a_whole_graded_r
             flights[arm] = preflight(
                 session,
                 from_spec("oracle", AgentContext(suite)),
-                start_sandbox=lambda s, g=graded: _Recording(prepared.start(s.workspace), g),
+                start_sandbox=lambda s, g=graded: GradedRequests(prepared.start(s.workspace), g),
             )
             assert flights[arm]["ok"], flights[arm]
             repeats[arm] = graded[4]
