@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from harness.base import speed
 from harness.grading.verify import FromBase, take_baseline
-from harness.sandbox import Sandbox, Status
+from harness.sandbox import Sandbox, Status, transforms
 from harness.session.model import Session
 from harness.suites.load import base_digest
 
@@ -67,6 +67,11 @@ def _run_base(
     sb = start_sandbox(dataclasses.replace(session, workspace=session.base_dir))
     try:
         base = take_baseline(sb, sb.test_files)
+        # Only the pristine base has run here: what its hosts transformed serves the sessions'
+        # sandboxes as a session's own whole baseline run did (each entry named under the token of
+        # its file as the base holds it: docs/transform-cache.md), now that their baselines run
+        # only the tests their patch reaches.
+        transforms.harvest(sb)
     finally:
         sb.close()
     run = base.run

@@ -70,12 +70,17 @@ def test_the_baseline_from_the_base_measures_what_a_whole_run_does(suite, image,
     oracle = from_spec("oracle", AgentContext(suite))
     flights: dict[str, dict] = {}
     starts: dict[str, list[Path]] = {}
+    harvests: list[str] = []  # the store is filled from the base's pristine run too
+    real_harvest = base_runs.transforms.harvest
+    monkeypatch.setattr(
+        base_runs.transforms, "harvest", lambda sb: harvests.append("x") or real_harvest(sb)
+    )
     firsts: dict[str, dict] = {}
     try:
         for arm, off in (("on", ""), ("off", "base_baseline")):
             monkeypatch.setenv("ETAI_SPEED_OFF", off)
             base_runs.forget()
-            starts[arm] = []
+            starts[arm], harvests[:] = [], []
             for s in suite.sessions:
                 graded: list[dict] = []
 
@@ -86,6 +91,7 @@ def test_the_baseline_from_the_base_measures_what_a_whole_run_does(suite, image,
 
                 flights[arm, s.session_id] = preflight(s, oracle, start_sandbox=start)
                 firsts[arm, s.session_id] = graded[0]  # the baseline's run
+            assert len(harvests) == len(suite.sessions) + (arm == "on"), (arm, harvests)
     finally:
         prepared.cleanup()
         base_runs.forget()
