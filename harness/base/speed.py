@@ -31,6 +31,8 @@ PATHS: dict[str, str] = {
     "base_baseline": "a suite's base workspace run whole once per process and image: the tests "
     "passing there answer for those a base + patch session's patch cannot reach "
     "(harness/runs/base_runs.py)",
+    "verification_first": "a workspace the agent's next action changes runs its verification "
+    "files first, the rest only if they pass untampered (harness/runs/loop.py _grade_step)",
     "verification_rerun": "the preflight's second run of the reference's final workspace runs "
     "the verification files alone, not a whole graded run (harness/runs/loop.py preflight)",
 }

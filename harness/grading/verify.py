@@ -170,6 +170,9 @@ class Verdict:
     tests: list[jest.TestOutcome] = field(default_factory=list)  # the guard's record of this run
     scoped: int | None = None  # test files a scoped graded run ran (None: every test file)
     jest_s: float = 0.0  # Jest's own seconds in the run this verdict read (jest.JestResult.jest_s)
+    # A run of the verification files alone (``only_verification``): it answers for those files,
+    # never for a final workspace (harness/runs/loop.py ``_grade_step``).
+    only_verification: bool = False
 
     @property
     def tampered(self) -> bool:
@@ -380,13 +383,14 @@ def verify(
                 ),
             )
         )
-    scope = None
+    scope, alone = None, False
     if held_out and extra:
         run = _held_out_run(sb, base, timeout)
     else:
         held_out = False
         if only_verification and run is None:
             scope = {"include": sorted(wanted)}  # what the run answers for: these files alone
+            alone = True
             run = _full_run(sb, timeout, only=sorted(wanted))
         else:
             scope = _scope(base, wanted, files, hashes) if may_scope else None
@@ -442,6 +446,7 @@ def verify(
         run.tests,
         None if ran is None else len(ran),
         run.jest_s,
+        alone,
     )
 
 

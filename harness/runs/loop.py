@@ -295,15 +295,20 @@ def _play(
     observations: list[dict[str, Any]] = row["observations"]  # what the agent saw, step by step
     first_edit: Cursor | None = None
     verdict: Verdict | None = None
+    ungraded: int | None = None  # the step whose changed workspace is not graded yet
     for i in range(1, max_steps + 1):
         with _timed(row, "agent"):
             decision = episode.act(observations)
-        if isinstance(decision, FinalAnswer):
-            row["final_output"] = decision.text
-            break
         if isinstance(decision, Action):
             problem = tools.validate(decision.tool, decision.args)
             decision = InvalidAction(problem, "") if problem else decision
+        if ungraded is not None:  # graded before anything else reaches the sandbox
+            changes = isinstance(decision, Action) and decision.tool in MUTATING
+            verdict = _grade_step(sb, session, base, row, ungraded, greens, changes_next=changes)
+            ungraded = None
+        if isinstance(decision, FinalAnswer):
+            row["final_output"] = decision.text
+            break
         if isinstance(decision, InvalidAction):
             row["n_invalid"] += 1
             result = {"status": "invalid_action", "error": decision.reason}
@@ -358,20 +363,17 @@ def _play(
         )
         _note_texts(row, observations[-1])
         if decision.tool in MUTATING and r.ok:
-            with _timed(row, "verify"):
-                verdict = _graded(row, verify(sb, base, list(session.verify_files)))
-            _note_tamper(row, verdict.tamper)
-            if verdict.green and not row["tamper"] and row["steps_to_green"] is None:
-                row["steps_to_green"] = i
-            if verdict.green and session.held_out:
-                greens.append((i, _state(sb)))
+            ungraded = i
+    if ungraded is not None:
+        verdict = _grade_step(sb, session, base, row, ungraded, greens, changes_next=False)
     row["steps_used"] = len(row["steps"])
-    # Green at the end: reuse the last verdict if nothing changed since, else verify now.
+    # Green at the end: reuse the last verdict if nothing changed since and it was a whole graded
+    # run (not one of the verification files alone: ``_grade_step``), else verify now.
     last_mutation = max((s["step"] for s in row["steps"] if s["tool"] in MUTATING), default=0)
     last_step = row["steps"][-1]["step"] if row["steps"] else 0
     if verdict is None and gold is not None and last_mutation == 0:
         verdict = UNCHANGED  # no Jest run: the preflight found this very workspace not green
-    elif verdict is None or last_mutation != last_step:
+    elif verdict is None or last_mutation != last_step or verdict.only_verification:
         with _timed(row, "verify"):
             verdict = _graded(row, verify(sb, base, list(session.verify_files)))
         _note_tamper(row, verdict.tamper)
@@ -416,6 +418,39 @@ def _play(
         if row["held_out_failed"]:
             row["reason"] = f"{row['held_out_failed']}: {verdict.reason}"
     return visible, full
+
+
+def _grade_step(
+    sb: Sandbox,
+    session: Session,
+    base: Baseline,
+    row: dict[str, Any],
+    step: int,
+    greens: list[tuple[int, str]],
+    *,
+    changes_next: bool,
+) -> Verdict:
+    """The verdict on the workspace as step ``step`` left it, noted in ``row``. ``changes_next``:
+    the agent's next action writes files, so this workspace is not the final one. Then, with the
+    speed path ``verification_first`` on, its verification files run first, alone: a workspace
+    whose verification tests fail is not green whatever the rest would show, and that run is its
+    verdict when it is clean and not green; one green or tampered there gets the whole graded run
+    as every other workspace does (docs/grading.md, "Verification first")."""
+    only = None
+    with _timed(row, "verify"):
+        if changes_next and session.verify_files and speed.on("verification_first"):
+            only = _graded(row, verify(sb, base, list(session.verify_files), only_verification=True))
+        verdict = only
+        if only is None or only.green or only.tamper:
+            verdict = _graded(row, verify(sb, base, list(session.verify_files)))
+    _note_tamper(row, verdict.tamper)
+    if only is not None:  # the whole run's findings first, as without this path; then any more
+        _note_tamper(row, only.tamper)
+    if verdict.green and not row["tamper"] and row["steps_to_green"] is None:
+        row["steps_to_green"] = step
+    if verdict.green and session.held_out:
+        greens.append((step, _state(sb)))
+    return verdict
 
 
 def _held_out_failed(

@@ -188,9 +188,87 @@ def test_the_preflight_cache_key_names_what_the_second_run_runs(monkeypatch):
     monkeypatch.delenv("ETAI_SPEED_OFF", raising=False)
     on = preflight_key(session, "img", "related")
     keys = {on}
-    for path in ("verification_rerun", "base_baseline"):
+    for path in ("verification_rerun", "base_baseline", "verification_first"):
         monkeypatch.setenv("ETAI_SPEED_OFF", path)
         keys.add(preflight_key(session, "img", "related"))
-    assert len(keys) == 3, keys
+    assert len(keys) == 4, keys
     monkeypatch.setenv("ETAI_SPEED_OFF", "warm_hosts")  # a path the preflight's result is not of
     assert preflight_key(session, "img", "related") == on
+
+
+def _replay(tmp_path, suite, session, name: str, actions: list[dict]):
+    import json
+
+    from harness.agents import AgentContext, from_spec
+
+    f = tmp_path / f"{name}.jsonl"
+    line = {"session_id": session.session_id, "actions": actions, "final_output": "done"}
+    f.write_text(json.dumps(line) + "\n")
+    return from_spec(f"replay:{f}", AgentContext(suite, {}))
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_verification_first_runs_an_intermediate_workspaces_verification_files_alone(
+    monkeypatch, tmp_path, image
+):
+    """Three edits: a wrong default (not green), the fix (green, not final), a comment (final).
+    On, a workspace the next edit changes runs its verification files first: the wrong one's run
+    is its verdict, the fix's passes and so gets the whole graded run too; the final workspace
+    always gets the whole one. An edit that fails leaves the intermediate workspace final: it is
+    graded whole at the end. Off, every graded run is scoped to the change. The rows' verdicts
+    are the same either way."""
+    from harness.runs.loop import run_episode
+    from harness.sandbox import Limits, provider
+    from harness.suites.load import load_suite
+
+    suite = load_suite("jest-bugfix")
+    session = suite.get("retry-default-attempts")
+    edit = {"file": "src/retry.js", "old": "{ attempts = 1,", "new": "{ attempts = 2,"}
+    fix = {"file": "src/retry.js", "old": "{ attempts = 2,", "new": "{ attempts = 3,"}
+    note = {"file": "src/retry.js", "old": "'use strict';", "new": "'use strict'; // retries"}
+    agents = {
+        "three": [{"tool": "file_edit", "args": a} for a in (edit, fix, note)],
+        "failed": [
+            {"tool": "file_edit", "args": edit},
+            {"tool": "file_edit", "args": {**edit, "old": "no such text"}},
+        ],
+    }
+    prepared = provider("docker").prepare(Limits(memory_mb=1024, timeout_s=30), image=image)
+    rows, kinds = {}, {}
+    try:
+        for arm, off in (("on", ""), ("off", "verification_first")):
+            monkeypatch.setenv("ETAI_SPEED_OFF", off)
+            for name, actions in agents.items():
+                graded: list[dict] = []
+                rows[arm, name] = run_episode(
+                    session,
+                    _replay(tmp_path, suite, session, name, actions),
+                    0,
+                    start_sandbox=lambda s, g=graded: GradedRequests(prepared.start(s.workspace), g),
+                    k=3,
+                    max_steps=5,
+                )
+                # What each graded run after the baseline ran: the verification files alone, a
+                # run scoped to the change, or the held-out files.
+                kinds[arm, name] = [
+                    "scope"
+                    if "scope" in g
+                    else "only"
+                    if g.get("test_files") == sorted(session.verify_files)
+                    else "held_out"
+                    for g in graded[1:]
+                ]
+    finally:
+        prepared.cleanup()
+    assert kinds["on", "three"] == ["only", "only", "scope", "scope", "held_out"], kinds
+    assert kinds["off", "three"] == ["scope", "scope", "scope", "held_out"], kinds
+    assert kinds["on", "failed"] == ["only", "scope"], kinds
+    assert kinds["off", "failed"] == ["scope"], kinds
+    for name in agents:
+        on, off = rows["on", name], rows["off", name]
+        fields = ("status", "reason", "green", "steps_to_green", "tamper", "verification")
+        assert {f: on[f] for f in fields} == {f: off[f] for f in fields}, name
+    assert rows["on", "three"]["status"] == "passed" and rows["on", "three"]["steps_to_green"] == 3
+    assert rows["on", "failed"]["status"] == "failed"
+    assert rows["on", "failed"]["verification"]["checks"] == ["verification"]
