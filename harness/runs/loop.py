@@ -439,7 +439,9 @@ def _grade_step(
     only = None
     with _timed(row, "verify"):
         if changes_next and session.verify_files and speed.on("verification_first"):
-            only = _graded(row, verify(sb, base, list(session.verify_files), only_verification=True))
+            only = _graded(
+                row, verify(sb, base, list(session.verify_files), only_verification=True)
+            )
         verdict = only
         if only is None or only.green or only.tamper:
             verdict = _graded(row, verify(sb, base, list(session.verify_files)))

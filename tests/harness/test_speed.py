@@ -245,7 +245,9 @@ def test_verification_first_runs_an_intermediate_workspaces_verification_files_a
                     session,
                     _replay(tmp_path, suite, session, name, actions),
                     0,
-                    start_sandbox=lambda s, g=graded: GradedRequests(prepared.start(s.workspace), g),
+                    start_sandbox=lambda s, g=graded: GradedRequests(
+                        prepared.start(s.workspace), g
+                    ),
                     k=3,
                     max_steps=5,
                 )
