@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,train,serve,report,ray,docs
 
-.PHONY: setup docker venv image browser docs demo test test-long test-fast lint bench redteam fairness redteam-search differential mutation real-suites mined-suites etai-js train-set chaos clean
+.PHONY: setup docker venv image browser docs demo test test-long test-fast lint bench redteam fairness redteam-search differential mutant-agreement mutation real-suites mined-suites etai-js train-set chaos clean
 
 setup: docker venv image
 
@@ -90,6 +90,14 @@ fairness: setup
 # ARGS="--suite runs/real-suites/fastest-validator/suite --edits 6 --techniques all".
 differential: setup
 	$(BIN)/python scripts/differential.py $(ARGS)
+
+# The selected graded run against a whole one on mutants of real projects' sources (#63): 1,000
+# mutants over the suites given, each written over its session's fixed workspace and verified both
+# ways; exit 1 on a verdict that differs. Report in runs/mutant-agreement/report.json; make test
+# runs the bundled slice (tests/scripts/test_mutant_agreement.py). Hours on 2 cores; the suites of
+# `make real-suites`: ARGS="--suite runs/real-suites/dayjs --suite runs/real-suites/commander".
+mutant-agreement: setup
+	$(BIN)/python scripts/mutant_agreement.py $(ARGS)
 
 redteam-search: setup
 	$(BIN)/python scripts/redteam_search.py $(ARGS)

@@ -58,6 +58,9 @@ _CONFIG_RE = re.compile(
 )
 _TEST_NAME_RE = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$")
 
+# A run stopped by a limit of the sandbox: it answers for nothing it did not finish.
+CUT_SHORT = (Status.TIMEOUT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT)
+
 REGRESSION_MODES = ("related", "whole")
 # Files whose readers Jest's dependency graph knows: modules of Jest's default moduleFileExtensions
 # that code loads with require/import. JSON is left out (often read with fs, which the graph does
@@ -398,10 +401,7 @@ def verify(
     failed = [{"name": f.name, "file": f.file, "message": f.message} for f in run.failed_tests]
     if run.tamper:
         fired.append(("tamper", f"tampered: {run.tamper[0]}"))
-    if (
-        run.status in (Status.TIMEOUT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT)
-        or run.evidence != "nonce"
-    ):
+    if run.status in CUT_SHORT or run.evidence != "nonce":
         fired.append(("run", _run_problem(run, sb.limits)))
     passed_now = _passed(run)
     bad = [f for f in run.failed_tests if f.file in wanted]

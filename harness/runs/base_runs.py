@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.base import speed
-from harness.grading.verify import FromBase, take_baseline
-from harness.sandbox import Sandbox, Status, transforms
+from harness.grading.verify import CUT_SHORT, FromBase, take_baseline
+from harness.sandbox import Sandbox, transforms
 from harness.session.model import Session
 from harness.suites.load import base_digest
 
@@ -42,13 +42,8 @@ def from_base(
     is off, or the base's whole run was not a clean answer: timed out, tampered, no evidence)."""
     if session.base_dir is None or not session.patch_files or not speed.on("base_baseline"):
         return None
-    key = (
-        str(session.base_dir),
-        base_digest(session.base_dir),
-        image,
-        session.sandbox_env,
-        session.sandbox_memory_mb,
-    )
+    # The base's content, not its path: two copies of one base share a run.
+    key = (base_digest(session.base_dir), image, session.sandbox_env, session.sandbox_memory_mb)
     with _lock:
         entry = _entries.setdefault(key, _Entry())
     with entry.lock:  # one run per base; the sessions that wait for it use it
@@ -75,9 +70,7 @@ def _run_base(
     finally:
         sb.close()
     run = base.run
-    if run is None or run.evidence != "nonce" or run.tamper:
-        return None
-    if run.status in (Status.TIMEOUT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT):
+    if run is None or run.evidence != "nonce" or run.tamper or run.status in CUT_SHORT:
         return None
     return base.passing
 

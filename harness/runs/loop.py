@@ -29,7 +29,14 @@ from harness.agents.etai_format import (
 )
 from harness.base import speed
 from harness.base.errors import BudgetSkipped, EtaiError, InfraError
-from harness.grading.verify import Baseline, Gold, Verdict, take_baseline, verify
+from harness.grading.verify import (
+    CUT_SHORT,
+    Baseline,
+    Gold,
+    Verdict,
+    take_baseline,
+    verify,
+)
 from harness.runs import base_runs, held_out
 from harness.sandbox import Sandbox, Status, ToolFailure, close_quietly, transforms
 from harness.session.model import Cursor, Session, first_difference, line_and_column
@@ -482,7 +489,7 @@ def _status(row: dict[str, Any], verdict: Verdict) -> str:
         return "tampered"
     if row["green"]:
         return "passed"
-    if verdict.status in (Status.TIMEOUT, Status.MEMORY_LIMIT, Status.OUTPUT_LIMIT):
+    if verdict.status in CUT_SHORT:
         return verdict.status.value
     if row["steps"] and row["n_invalid"] == len(row["steps"]):
         return "invalid_action"

@@ -4,17 +4,14 @@ episode). The rows here are written by hand: what the bench makes of them is the
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location(
-    "real_suite_throughput", ROOT / "bench" / "real_suite_throughput.py"
-)
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["real_suite_throughput"] = bench
-_spec.loader.exec_module(bench)
+sys.path.insert(0, str(ROOT / "tests"))
+from script_module import load  # noqa: E402
+
+bench = load("bench/real_suite_throughput.py")
 
 
 def _row(session: str, wall: float, agent: float, final: float, graded: float = 0.0) -> dict:

@@ -6,7 +6,6 @@ no verdict may differ from the arm with every path on."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -16,10 +15,10 @@ import pytest
 from harness.base import speed
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("differential", ROOT / "scripts" / "differential.py")
-differential = importlib.util.module_from_spec(_spec)
-sys.modules["differential"] = differential  # its dataclasses look their module up by name
-_spec.loader.exec_module(differential)
+sys.path.insert(0, str(ROOT / "tests"))
+from script_module import load  # noqa: E402
+
+differential = load("scripts/differential.py")
 
 
 def _row(status="passed", scoped=None, checks=()):

@@ -3,19 +3,16 @@ field by field; a real run on one bundled session, a difference reported, bad in
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location(
-    "preflight_diff", ROOT / "scripts" / "preflight_diff.py"
-)
-pdiff = importlib.util.module_from_spec(_spec)
-sys.modules["preflight_diff"] = pdiff
-_spec.loader.exec_module(pdiff)
+sys.path.insert(0, str(ROOT / "tests"))
+from script_module import load  # noqa: E402
+
+pdiff = load("scripts/preflight_diff.py")
 
 
 @pytest.mark.docker
