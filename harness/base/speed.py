@@ -33,6 +33,8 @@ PATHS: dict[str, str] = {
     "(harness/runs/base_runs.py)",
     "verification_first": "a workspace the agent's next action changes runs its verification "
     "files first, the rest only if they pass untampered (harness/runs/loop.py _grade_step)",
+    "unchanged_final": "the final verdict is the last whole graded run's when no workspace file "
+    "changed since it began (harness/runs/loop.py _kept_state)",
     "verification_rerun": "the preflight's second run of the reference's final workspace runs "
     "the verification files alone, not a whole graded run (harness/runs/loop.py preflight)",
 }

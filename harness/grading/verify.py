@@ -28,6 +28,8 @@ so a result row shows which one fired:
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -202,6 +204,16 @@ def _files(sb: Sandbox) -> tuple[list[str], bool]:
     that is all of them (the listing has a bound)."""
     answer = sb.request("list", {"path": ".", "max": 1_000_000})
     return list(answer["files"]), not answer.get("truncated")
+
+
+def workspace_digest(sb: Sandbox) -> str | None:
+    """Every workspace file (outside node_modules and .git, which no tool writes) by path and
+    content, as one digest; None when the listing is bounded and so not all of them."""
+    files, complete = _files(sb)
+    if not complete:
+        return None
+    hashes = _hashes(sb, sorted(files))
+    return hashlib.sha256(json.dumps(sorted(hashes.items())).encode()).hexdigest()
 
 
 def _listing(files: Iterable[str]) -> frozenset[str]:

@@ -36,6 +36,7 @@ from harness.grading.verify import (
     Verdict,
     take_baseline,
     verify,
+    workspace_digest,
 )
 from harness.runs import base_runs, held_out
 from harness.sandbox import Sandbox, Status, ToolFailure, close_quietly, transforms
@@ -303,6 +304,7 @@ def _play(
     first_edit: Cursor | None = None
     verdict: Verdict | None = None
     ungraded: int | None = None  # the step whose changed workspace is not graded yet
+    graded_state: str | None = None  # the workspace the last whole verdict judged (_kept_state)
     for i in range(1, max_steps + 1):
         with _timed(row, "agent"):
             decision = episode.act(observations)
@@ -311,6 +313,7 @@ def _play(
             decision = InvalidAction(problem, "") if problem else decision
         if ungraded is not None:  # graded before anything else reaches the sandbox
             changes = isinstance(decision, Action) and decision.tool in MUTATING
+            graded_state = None if changes else _kept_state(sb)
             verdict = _grade_step(sb, session, base, row, ungraded, greens, changes_next=changes)
             ungraded = None
         if isinstance(decision, FinalAnswer):
@@ -372,15 +375,22 @@ def _play(
         if decision.tool in MUTATING and r.ok:
             ungraded = i
     if ungraded is not None:
+        graded_state = _kept_state(sb)
         verdict = _grade_step(sb, session, base, row, ungraded, greens, changes_next=False)
     row["steps_used"] = len(row["steps"])
-    # Green at the end: reuse the last verdict if nothing changed since and it was a whole graded
-    # run (not one of the verification files alone: ``_grade_step``), else verify now.
+    # Green at the end: reuse the last verdict if it was a whole graded run (not one of the
+    # verification files alone: ``_grade_step``) and nothing changed since: no step after it, or
+    # (speed path ``unchanged_final``) every workspace file as it was when that run began; else
+    # verify now.
     last_mutation = max((s["step"] for s in row["steps"] if s["tool"] in MUTATING), default=0)
     last_step = row["steps"][-1]["step"] if row["steps"] else 0
     if verdict is None and gold is not None and last_mutation == 0:
         verdict = UNCHANGED  # no Jest run: the preflight found this very workspace not green
-    elif verdict is None or last_mutation != last_step or verdict.only_verification:
+    elif (
+        verdict is None
+        or verdict.only_verification
+        or (last_mutation != last_step and not _unchanged(sb, graded_state))
+    ):
         with _timed(row, "verify"):
             verdict = _graded(row, verify(sb, base, list(session.verify_files)))
         _note_tamper(row, verdict.tamper)
@@ -460,6 +470,17 @@ def _grade_step(
     if verdict.green and session.held_out:
         greens.append((step, _state(sb)))
     return verdict
+
+
+def _kept_state(sb: Sandbox) -> str | None:
+    """The workspace's files as a whole graded run is about to judge them, when the speed path
+    ``unchanged_final`` may reuse its verdict at the end (docs/grading.md, "The final verdict")."""
+    return workspace_digest(sb) if speed.on("unchanged_final") else None
+
+
+def _unchanged(sb: Sandbox, state: str | None) -> bool:
+    """Every workspace file is as it was when the verdict of ``state`` was taken."""
+    return state is not None and workspace_digest(sb) == state
 
 
 def _held_out_failed(

@@ -163,11 +163,12 @@ def local_preflights(
 def preflight_key(session: Session, image: str, regression: str) -> str:
     """What a preflight's verdict depends on: the session, image, etai version, grading code,
     regression mode, and the runs it makes (harness/runs/loop.py ``preflight``): what its baseline,
-    the reference's intermediate workspaces and its second run run (speed paths ``base_baseline``,
-    ``verification_first`` and ``verification_rerun``)."""
+    the reference's intermediate and final workspaces and its second run run (speed paths
+    ``base_baseline``, ``verification_first``, ``unchanged_final`` and ``verification_rerun``)."""
     rerun = "verification" if speed.on("verification_rerun") else "whole"
     baseline = "base" if speed.on("base_baseline") else "whole"
     first = "verification" if speed.on("verification_first") else "whole"
+    final = "kept" if speed.on("unchanged_final") else "again"
     return cache_key(
         "preflight",
         session.content_hash,
@@ -178,6 +179,7 @@ def preflight_key(session: Session, image: str, regression: str) -> str:
         f"rerun:{rerun}",
         f"baseline:{baseline}",
         f"first:{first}",
+        f"final:{final}",
     )
 
 
@@ -186,7 +188,7 @@ def preflights(sessions, image, ex, recipe, local) -> dict[str, dict[str, Any]]:
     each session's preflight row (``ok``/``reason``, and for sound ones ``passing`` and ``gold``).
     The regression mode is part of the key: a reference green on its related tests may regress
     another; so are the runs the preflight makes (``preflight_key``: speed paths ``base_baseline``,
-    ``verification_first`` and ``verification_rerun``)."""
+    ``verification_first``, ``unchanged_final`` and ``verification_rerun``)."""
 
     # Shared by every run on this machine; with the ``preflight_cache`` speed path off
     # (harness/base/speed.py) none is read or written: every preflight is replayed.

@@ -128,27 +128,30 @@ def test_an_episode_records_jests_own_time_and_its_floor(setting):
     assert row["jest_s"] == {"agent": 0.0, "graded": 0.0, "final": 0.0}, row["jest_s"]
 
 
-def test_the_preflight_runs_jest_once_on_the_untouched_workspace(setting):
+def test_the_preflight_runs_jest_once_on_the_untouched_workspace(setting, monkeypatch):
     """Its baseline run also gives the verdict "not green at the start" (the workspace is the same):
     retry-default-attempts (read, edit, run) costs the baseline, the verification after the edit,
-    the trace's own run, the verification at the end (a run came after the edit) and the second
-    verification of the reference's green: five Jest runs, not six. Its held-out tests add three:
-    their run after the green, their second run, and their run on the pristine workspace (in a
-    sandbox of its own)."""
+    the trace's own run and the second verification of the reference's green: four Jest runs. The
+    verdict at the end is the edit's (no file changed since: speed path ``unchanged_final``); with
+    that path off, the end verifies again (a run came after the edit): five. Its held-out tests add
+    three: their run after the green, their second run, and their run on the pristine workspace
+    (in a sandbox of its own)."""
     suite, session, ctx, prepared, _ = setting
-    ops: list[str] = []
-    flight = preflight(
-        session,
-        from_spec("oracle", ctx),
-        start_sandbox=lambda s: Counting(prepared.start(s.workspace), ops),
-    )
-    assert flight["ok"], flight
     assert [st.tool_called for st in session.execution_trace] == [
         "file_read",
         "file_edit",
         "jest_run",
     ]
-    assert session.held_out and ops.count("jest") == 5 + 3, ops
+    for off, runs in (("", 4), ("unchanged_final", 5)):
+        monkeypatch.setenv("ETAI_SPEED_OFF", off)
+        ops: list[str] = []
+        flight = preflight(
+            session,
+            from_spec("oracle", ctx),
+            start_sandbox=lambda s, ops=ops: Counting(prepared.start(s.workspace), ops),
+        )
+        assert flight["ok"], flight
+        assert session.held_out and ops.count("jest") == runs + 3, (off, ops)
 
 
 class OutOfTime(RunsTheTests):

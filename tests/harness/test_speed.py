@@ -162,7 +162,8 @@ def test_verification_rerun_off_makes_the_preflights_second_run_a_whole_graded_r
     prepared = provider("docker").prepare(Limits(memory_mb=1024, timeout_s=30), image=image)
     flights, repeats = {}, {}
     try:
-        for arm, off in (("on", ""), ("off", "verification_rerun")):
+        # unchanged_final off in both arms: the graded runs keep their places in the list.
+        for arm, off in (("on", "unchanged_final"), ("off", "verification_rerun,unchanged_final")):
             monkeypatch.setenv("ETAI_SPEED_OFF", off)
             graded: list[dict] = []
             flights[arm] = preflight(
@@ -188,10 +189,10 @@ def test_the_preflight_cache_key_names_what_the_second_run_runs(monkeypatch):
     monkeypatch.delenv("ETAI_SPEED_OFF", raising=False)
     on = preflight_key(session, "img", "related")
     keys = {on}
-    for path in ("verification_rerun", "base_baseline", "verification_first"):
+    for path in ("verification_rerun", "base_baseline", "verification_first", "unchanged_final"):
         monkeypatch.setenv("ETAI_SPEED_OFF", path)
         keys.add(preflight_key(session, "img", "related"))
-    assert len(keys) == 4, keys
+    assert len(keys) == 5, keys
     monkeypatch.setenv("ETAI_SPEED_OFF", "warm_hosts")  # a path the preflight's result is not of
     assert preflight_key(session, "img", "related") == on
 
@@ -274,3 +275,69 @@ def test_verification_first_runs_an_intermediate_workspaces_verification_files_a
     assert rows["on", "three"]["status"] == "passed" and rows["on", "three"]["steps_to_green"] == 3
     assert rows["on", "failed"]["status"] == "failed"
     assert rows["on", "failed"]["verification"]["checks"] == ["verification"]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_unchanged_final_keeps_the_last_verdict_only_while_no_file_changed(
+    monkeypatch, tmp_path, image
+):
+    """The fix, then a test run and a status: on, the fix's whole graded run is the final verdict
+    (no file changed after it); off, the final workspace is graded again. A step that is not an
+    edit but changes a file (a plugin tool could: here git_status puts the bug back) is seen, and
+    the final workspace graded again, on as off."""
+    from harness import tools
+    from harness.runs.loop import run_episode
+    from harness.sandbox import Limits, provider
+    from harness.suites.load import load_suite
+
+    suite = load_suite("jest-bugfix")
+    session = suite.get("retry-default-attempts")
+    fix = {"file": "src/retry.js", "old": "{ attempts = 1,", "new": "{ attempts = 3,"}
+    actions = [
+        {"tool": "file_edit", "args": fix},
+        {"tool": "jest_run", "args": {"test_file": "tests/retry.test.js"}},
+        {"tool": "git_status", "args": {}},
+    ]
+    buggy = (session.workspace / "src" / "retry.js").read_bytes()
+    real_call = tools.call
+
+    def writing_status(sb, name, args):  # a read-only tool that is not, in one arm of the test
+        if name == "git_status" and writes:
+            sb.write_file("src/retry.js", buggy)
+        return real_call(sb, name, args)
+
+    monkeypatch.setattr(tools, "call", writing_status)
+    prepared = provider("docker").prepare(Limits(memory_mb=1024, timeout_s=30), image=image)
+    rows, counts = {}, {}
+    try:
+        for arm, off in (("on", ""), ("off", "unchanged_final")):
+            monkeypatch.setenv("ETAI_SPEED_OFF", off)
+            for writes in (False, True):
+                graded: list[dict] = []
+                rows[arm, writes] = run_episode(
+                    session,
+                    _replay(tmp_path, suite, session, f"final-{writes}", actions),
+                    0,
+                    start_sandbox=lambda s, g=graded: GradedRequests(
+                        prepared.start(s.workspace), g
+                    ),
+                    k=3,
+                    max_steps=5,
+                )
+                counts[arm, writes] = sum(
+                    1 for g in graded if "scope" in g or "test_files" not in g
+                )
+    finally:
+        prepared.cleanup()
+    # Graded runs of the visible tests, the baseline's whole run among them (the held-out run apart).
+    assert counts == {
+        ("on", False): 2, ("off", False): 3, ("on", True): 3, ("off", True): 3
+    }, counts  # fmt: skip
+    fields = ("status", "reason", "green", "steps_to_green", "tamper", "verification")
+    for writes in (False, True):
+        on, off = rows["on", writes], rows["off", writes]
+        assert {f: on[f] for f in fields} == {f: off[f] for f in fields}, writes
+    assert rows["on", False]["status"] == "passed" and rows["on", False]["steps_to_green"] == 1
+    assert rows["on", True]["status"] == "failed"
+    assert rows["on", False]["jest_s"]["final"] > 0
