@@ -313,7 +313,9 @@ def _play(
             decision = InvalidAction(problem, "") if problem else decision
         if ungraded is not None:  # graded before anything else reaches the sandbox
             changes = isinstance(decision, Action) and decision.tool in MUTATING
-            graded_state = None if changes else _kept_state(sb)
+            # Steps that do not edit follow (none after a FinalAnswer): the files the verdict judged.
+            reuse = not changes and not isinstance(decision, FinalAnswer)
+            graded_state = _kept_state(sb) if reuse else None
             verdict = _grade_step(sb, session, base, row, ungraded, greens, changes_next=changes)
             ungraded = None
         if isinstance(decision, FinalAnswer):
@@ -374,8 +376,7 @@ def _play(
         _note_texts(row, observations[-1])
         if decision.tool in MUTATING and r.ok:
             ungraded = i
-    if ungraded is not None:
-        graded_state = _kept_state(sb)
+    if ungraded is not None:  # the last step was this edit: its verdict is the final one
         verdict = _grade_step(sb, session, base, row, ungraded, greens, changes_next=False)
     row["steps_used"] = len(row["steps"])
     # Green at the end: reuse the last verdict if it was a whole graded run (not one of the
