@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import math
 import sys
@@ -60,12 +61,15 @@ def fixed_files(session) -> dict[str, str]:
 
 
 def draw(session, n: int, seed: int) -> list:
-    """Up to ``n`` mutants of the session's fixed source, seeded, the operators mixed."""
+    """Up to ``n`` mutants of the session's fixed source, the operators mixed, in an order seeded
+    by ``seed`` and the session (the sessions of a built suite share most of their source: one
+    order for all would draw the same mutants in each)."""
     from harness.authoring.build.mutants import find, ordered
 
     files = fixed_files(session)
     mutants, _ = find(files) if files else ([], 0)
-    return ordered(mutants, seed)[:n]
+    own = int(hashlib.sha256(f"{seed}/{session.session_id}".encode()).hexdigest()[:12], 16)
+    return ordered(mutants, own)[:n]
 
 
 def regressed(base, verdict, selected: bool) -> set[str]:
