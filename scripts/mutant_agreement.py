@@ -72,11 +72,12 @@ def draw(session, n: int, seed: int) -> list:
     return ordered(mutants, own)[:n]
 
 
-def regressed(base, verdict, selected: bool) -> set[str]:
-    """The tests passing at the start that this run saw fail (a selected run: of the files it ran)."""
+def regressed(base, verdict) -> set[str]:
+    """The tests passing at the start that this run saw fail (a scoped run: of the files it ran,
+    a file that failed to load among them)."""
     passed = {t.id for t in verdict.tests if t.status == "passed"}
-    ran = {t.file for t in verdict.tests}
-    could = {t for t in base.passing if not selected or t.split("::", 1)[0] in ran}
+    ran = None if verdict.ran is None else set(verdict.ran)
+    could = {t for t in base.passing if ran is None or t.split("::", 1)[0] in ran}
     return could - passed
 
 
@@ -103,7 +104,7 @@ def _pair(sb, base, whole, session, text_for, m) -> tuple[dict, dict, list[str]]
         a, b = verify(sb, base, vf), verify(sb, whole, vf)
     finally:
         sb.write_file(m.file, text_for(None, m.file).encode())
-    missed = sorted(regressed(whole, b, False) - regressed(base, a, True))
+    missed = sorted(regressed(whole, b) - regressed(base, a))
     return reading(a), reading(b), missed
 
 

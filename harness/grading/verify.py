@@ -178,6 +178,8 @@ class Verdict:
     # A run of the verification files alone (``only_verification``): it answers for those files,
     # never for a final workspace (harness/runs/loop.py ``_grade_step``).
     only_verification: bool = False
+    # The test files a scoped run ran, by name (``scoped`` counts them; None: every test file).
+    ran: tuple[str, ...] | None = None
 
     @property
     def tampered(self) -> bool:
@@ -459,6 +461,7 @@ def verify(
         None if ran is None else len(ran),
         run.jest_s,
         alone,
+        None if ran is None else tuple(sorted(ran)),
     )
 
 

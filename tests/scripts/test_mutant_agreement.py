@@ -46,6 +46,20 @@ def test_agreement_is_green_and_checks_and_a_repeat_that_differs_is_unstable():
     assert ma.exit_status(ma.summarise(rows[3:])) == ma.EXIT_INFRA  # nothing compared
 
 
+def test_a_scoped_runs_regressions_count_a_file_it_ran_that_failed_to_load():
+    from types import SimpleNamespace as NS
+
+    from harness.grading.jest import TestOutcome
+
+    base = NS(passing={"a.test.js::x", "b.test.js::y", "c.test.js::z"})
+    ok = TestOutcome(file="a.test.js", name="x", status="passed", asserts=1)
+    # b.test.js ran and failed to load (no outcome); c.test.js was not run
+    scoped = NS(tests=[ok], ran=("a.test.js", "b.test.js"))
+    whole = NS(tests=[ok], ran=None)
+    assert ma.regressed(base, scoped) == {"b.test.js::y"}
+    assert ma.regressed(base, whole) == {"b.test.js::y", "c.test.js::z"}
+
+
 def test_bad_input_is_refused_before_anything_runs(tmp_path, capsys):
     assert ma.main(["--suite", str(tmp_path / "absent"), "--out", str(tmp_path / "o")]) == 2
     assert ma.main(["--suite", SUITE, "--only", "no-such", "--out", str(tmp_path / "o")]) == 2
