@@ -345,7 +345,7 @@ def test_the_regression_mode_is_part_of_keys_and_summary(tmp_path, capsys, make_
         assert flights[key]["ok"], mode
         assert key == cache_key(  # the key as it reads, with the preflight's repeat (speed path)
             "preflight", session.content_hash, whole["image"], version(), grading_digest(), mode,
-            "rerun:verification", "baseline:base",
+            "rerun:verification", "baseline:base", "first:verification", "final:kept",
         )  # fmt: skip
 
     with pytest.raises(SystemExit) as e:
